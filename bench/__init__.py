@@ -1,0 +1,1 @@
+"""The benchmark driver: the `distmm` command, runs, verification, model and reports."""

@@ -1,0 +1,68 @@
+"""The `distmm` command. Each subcommand lives in its own module, imported only when used.
+
+A subcommand module provides ``add_arguments(parser)`` and ``main(args) -> int``. Expected bad
+input raises :class:`UsageError` (or LayoutError / MeshError): every rank reaches the same verdict
+without communicating, rank 0 prints one line, and every rank exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+SUBCOMMANDS = {
+    "layout": ("bench.layout_cmd", "show a layout: canonical form, shapes, placement, plot"),
+    "run": ("bench.run_cmd", "run one distributed multiplication (under mpiexec)"),
+}
+
+
+class UsageError(ValueError):
+    """Bad input the user can fix; printed as one line, exit status 2."""
+
+
+def _rank() -> int:
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
+        return mpi.COMM_WORLD.Get_rank()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="distmm", description=__doc__.splitlines()[0])
+    subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module, help_text) in SUBCOMMANDS.items():
+        sub = subs.add_parser(name, help=help_text, description=help_text)
+        sub.set_defaults(_module=module)
+        importlib.import_module(module).add_arguments(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    # Build only the parser of the subcommand asked for, so `distmm layout` never loads MPI.
+    parser = build_parser() if not argv or argv[0] not in SUBCOMMANDS else _one_parser(argv[0])
+    args = parser.parse_args(argv)
+    from layouts import LayoutError
+    from topology import MeshError
+
+    try:
+        return int(importlib.import_module(args._module).main(args) or 0)
+    except (UsageError, LayoutError, MeshError, FileNotFoundError) as err:
+        if _rank() == 0:
+            print(f"distmm {args.command}: error: {err}", file=sys.stderr, flush=True)
+        return 2
+
+
+def _one_parser(name: str) -> argparse.ArgumentParser:
+    module, help_text = SUBCOMMANDS[name]
+    parser = argparse.ArgumentParser(prog="distmm", description=__doc__.splitlines()[0])
+    subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = subs.add_parser(name, help=help_text, description=help_text)
+    sub.set_defaults(_module=module)
+    importlib.import_module(module).add_arguments(sub)
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,14 @@
+"""Layout descriptors: TensorLayout (MN-Core notation), PadLayout, broadcast, partial sums,
+rotations, and SBP placements; block maps, deterministic data and redistribution."""
+
+from .blockmap import held_indices, local_address, local_addresses, owner, time_chunk
+from .data import generate_block, global_matrix
+from .sbp import SBP, Broadcast, Partial, Split, parse_sbp
+from .tensorlayout import TIME, Factor, LayoutError, Rotation, TensorLayout, format_layout, parse_layout
+
+__all__ = [
+    "TIME", "Factor", "LayoutError", "Rotation", "TensorLayout", "format_layout", "parse_layout",
+    "SBP", "Split", "Broadcast", "Partial", "parse_sbp",
+    "held_indices", "local_address", "local_addresses", "owner", "time_chunk",
+    "generate_block", "global_matrix",
+]

@@ -1,0 +1,481 @@
+"""TensorLayout: the MN-Core layout notation as frozen values, with a parser and canonical printer.
+
+Grammar (whitespace is free)::
+
+    layout   := [shape "/"] "(" dim ("," dim)* (";" suffix)* ")"
+    shape    := "(" INT ("," INT)* ")"                      # PadLayout: the logical shape
+    dim      := "(" factor ("," factor)* ")" | factor       # a bare factor is a one-factor dim
+    factor   := INT ["_" NAME] [":" INT]                    # n:s | n_LEVEL | n_LEVEL:s | n_Time
+    suffix   := "B@[" names "]"                             # explicit broadcast (replication)
+              | "P@[" names "]"                             # partial sum along these levels
+              | "R@[" offset ["," "pace=" INT] "]"          # rotation of the Time axis
+    offset   := term (("+" | "-") term)*,  term := [INT "*"] NAME
+
+A dimension index decomposes in mixed radix over its factors, first factor most significant.
+Memory factors give the local address (sum of digit * stride); device factors give the device
+index on their level (sum of digit * stride over that level's factors); the ``Time`` factors give
+the temporal chunk a device holds at a step. With a rotation ``R@[x + y, pace=k]`` a device at
+mesh coordinates c holds, at step t, Time chunk ``(x_c + y_c + k t) mod n_Time`` (Cannon's skew).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+
+import numpy as np
+
+TIME = "Time"
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+class LayoutError(ValueError):
+    """The one error a malformed or inconsistent layout raises; it quotes the input."""
+
+    def __init__(self, text: str, problem: str):
+        self.text = text
+        self.problem = problem
+        super().__init__(f"invalid layout {text!r}: {problem}")
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One factor of a dimension: memory axis (level None), device axis, or Time axis."""
+
+    size: int
+    level: str | None = None
+    stride: int | None = None
+
+    @property
+    def is_memory(self) -> bool:
+        return self.level is None
+
+    @property
+    def is_time(self) -> bool:
+        return self.level == TIME
+
+    @property
+    def is_device(self) -> bool:
+        return self.level is not None and self.level != TIME
+
+
+@dataclass(frozen=True)
+class Rotation:
+    """Time-axis rotation: chunk at step t = (sum(coef * coord[level]) + pace * t) mod n_Time."""
+
+    offset: tuple[tuple[str, int], ...]
+    pace: int = 1
+
+    def chunk(self, coords: Mapping[str, int], step: int, n_time: int) -> int:
+        return (sum(c * coords[lv] for lv, c in self.offset) + self.pace * step) % n_time
+
+
+@dataclass(frozen=True)
+class TensorLayout:
+    """A tensor distributed over named device levels. Build with :func:`parse` or directly.
+
+    ``logical_shape`` is the tensor's shape; the padded shape is the product of each dim's
+    factors. Strides omitted in the input are completed (memory: row-major over the memory
+    factors in order; device: 1 for a level with a single factor), so equal layouts compare equal.
+    """
+
+    dims: tuple[tuple[Factor, ...], ...]
+    logical_shape: tuple[int, ...] | None = None
+    broadcast: tuple[str, ...] = ()
+    partial: tuple[str, ...] = ()
+    rotation: Rotation | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            self._normalise_and_check()
+        except _Invalid as bad:
+            raise LayoutError(_describe(self), str(bad)) from None
+
+    # -- derived facts ---------------------------------------------------------------------
+    @cached_property
+    def padded_shape(self) -> tuple[int, ...]:
+        return tuple(math.prod(f.size for f in dim) for dim in self.dims)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.dims)
+
+    @cached_property
+    def levels(self) -> dict[str, int]:
+        """Device levels named by factors, in order of first appearance, with their sizes."""
+        out: dict[str, int] = {}
+        for f in self._factors():
+            if f.is_device:
+                out[f.level] = out.get(f.level, 1) * f.size
+        return out
+
+    @cached_property
+    def time_size(self) -> int:
+        return math.prod(f.size for f in self._factors() if f.is_time)
+
+    @cached_property
+    def block_shape(self) -> tuple[int, ...]:
+        """Elements per dimension that one device holds at one step."""
+        return tuple(math.prod(f.size for f in dim if f.is_memory) for dim in self.dims)
+
+    @cached_property
+    def local_size(self) -> int:
+        """Addresses one device needs: the span of the memory strides."""
+        return 1 + sum((f.size - 1) * f.stride for f in self._factors() if f.is_memory)
+
+    @property
+    def is_padded(self) -> bool:
+        return self.logical_shape != self.padded_shape
+
+    def replicated_levels(self, mesh_levels: Iterable[str] = ()) -> tuple[str, ...]:
+        """Levels along which copies exist: explicit B@ plus mesh levels the layout never uses."""
+        used = set(self.levels) | set(self.partial) | set(self.broadcast)
+        if self.rotation:
+            used |= {lv for lv, _ in self.rotation.offset}
+        extra = tuple(lv for lv in mesh_levels if lv not in used)
+        return self.broadcast + extra
+
+    def with_shape(self, logical_shape: tuple[int, ...]) -> "TensorLayout":
+        return TensorLayout(self.dims, tuple(logical_shape), self.broadcast, self.partial,
+                            self.rotation)
+
+    def __str__(self) -> str:
+        return format_layout(self)
+
+    # -- validation ------------------------------------------------------------------------
+    def _factors(self) -> Iterable[Factor]:
+        return (f for dim in self.dims for f in dim)
+
+    def _normalise_and_check(self) -> None:
+        if not self.dims:
+            raise _Invalid("a layout needs at least one dimension")
+        for d, dim in enumerate(self.dims):
+            if not dim:
+                raise _Invalid(f"dimension {d} has no factors")
+            for f in dim:
+                if not isinstance(f.size, int) or f.size < 1:
+                    raise _Invalid(f"factor size {f.size!r} in dimension {d} must be a positive integer")
+                if f.stride is not None and (not isinstance(f.stride, int) or f.stride < 0):
+                    raise _Invalid(f"stride {f.stride!r} in dimension {d} must be a non-negative integer")
+                if f.level is not None and not _NAME.fullmatch(f.level):
+                    raise _Invalid(f"level name {f.level!r} is not a plain name")
+        padded = tuple(math.prod(f.size for f in dim) for dim in self.dims)
+        shape = padded if self.logical_shape is None else tuple(self.logical_shape)
+        if len(shape) != len(padded):
+            raise _Invalid(f"logical shape {_tup(shape)} has {len(shape)} dimensions but the "
+                           f"layout has {len(padded)}")
+        for d, (n, p) in enumerate(zip(shape, padded)):
+            if not isinstance(n, int) or n < 1:
+                raise _Invalid(f"logical size {n!r} of dimension {d} must be a positive integer")
+            if n > p:
+                raise _Invalid(f"dimension {d}: factors multiply to {p}, less than the logical "
+                               f"size {n}")
+        object.__setattr__(self, "logical_shape", shape)
+        dims = self._complete_memory_strides()
+        dims = self._complete_device_strides(dims)
+        object.__setattr__(self, "dims", dims)
+        self._check_memory_injective()
+        self._check_suffixes()
+
+    def _complete_memory_strides(self) -> tuple[tuple[Factor, ...], ...]:
+        mem = [f for f in self._factors() if f.is_memory]
+        given = [f.stride is not None for f in mem]
+        if all(given):
+            return self.dims
+        if any(given):
+            raise _Invalid("give a stride for every memory axis or for none (none: row-major)")
+        strides, acc = [], 1
+        for f in reversed(mem):
+            strides.append(acc)
+            acc *= f.size
+        it = iter(reversed(strides))
+        return tuple(tuple(Factor(f.size, None, next(it)) if f.is_memory else f for f in dim)
+                     for dim in self.dims)
+
+    def _complete_device_strides(self, dims) -> tuple[tuple[Factor, ...], ...]:
+        by_level: dict[str, list[Factor]] = {}
+        for dim in dims:
+            for f in dim:
+                if not f.is_memory:
+                    by_level.setdefault(f.level, []).append(f)
+        for level, fs in by_level.items():
+            if len(fs) > 1 and any(f.stride is None for f in fs):
+                raise _Invalid(f"level {level} appears in {len(fs)} factors; each needs a stride "
+                               f"(n_{level}:s)")
+            strides = sorted(((f.stride if f.stride is not None else 1), f.size) for f in fs)
+            expect = 1
+            for s, n in strides:
+                if s != expect:
+                    raise _Invalid(f"the strides of level {level} do not give a bijection onto "
+                                   f"0..{math.prod(f.size for f in fs) - 1} (stride {s} where "
+                                   f"{expect} is needed)")
+                expect *= n
+        return tuple(tuple(Factor(f.size, f.level, 1) if (not f.is_memory and f.stride is None)
+                           else f for f in dim) for dim in dims)
+
+    def _check_memory_injective(self) -> None:
+        mem = sorted((f.stride, f.size) for f in self._factors() if f.is_memory and f.size > 1)
+        span = 0  # largest address reachable with the factors so far
+        for s, n in mem:
+            if s > span:
+                span += (n - 1) * s
+                continue
+            # Not a simple mixed radix: decide by enumeration (small), else refuse.
+            count = math.prod(n for _, n in mem)
+            if count > 1 << 22:
+                raise _Invalid("memory strides overlap (two elements would share an address)")
+            addr = np.zeros(1, dtype=np.int64)
+            for s2, n2 in mem:
+                addr = (addr[:, None] + s2 * np.arange(n2)).ravel()
+            if np.unique(addr).size != addr.size:
+                raise _Invalid("memory strides overlap (two elements would share an address)")
+            return
+
+    def _check_suffixes(self) -> None:
+        named = set(self.levels)
+        seen: set[str] = set()
+        for kind, group in (("B", self.broadcast), ("P", self.partial)):
+            for lv in group:
+                if lv == TIME:
+                    raise _Invalid(f"{kind}@ cannot name the Time axis")
+                if lv in named:
+                    raise _Invalid(f"level {lv} is split by a factor and also named in {kind}@[...]")
+                if lv in seen:
+                    raise _Invalid(f"level {lv} is named twice in B@/P@")
+                seen.add(lv)
+        has_time = any(f.is_time for f in self._factors())
+        if self.rotation is not None:
+            if not has_time:
+                raise _Invalid("R@[...] rotates the Time axis, but no factor is a Time axis")
+            if self.rotation.pace < 1:
+                raise _Invalid("the rotation pace must be a positive integer")
+            names = [lv for lv, _ in self.rotation.offset]
+            if len(set(names)) != len(names):
+                raise _Invalid("a level appears twice in the rotation offset")
+            for lv in names:
+                if lv == TIME or lv in seen:
+                    raise _Invalid(f"the rotation offset cannot use level {lv}")
+
+
+class _Invalid(Exception):
+    pass
+
+
+def _tup(t) -> str:
+    return "(" + ",".join(str(x) for x in t) + ")"
+
+
+def _describe(layout: TensorLayout) -> str:
+    try:
+        return format_layout(layout)
+    except Exception:  # noqa: BLE001 - only used to quote a value that failed validation
+        return repr(layout.dims)
+
+
+# -- printing -------------------------------------------------------------------------------
+def format_factor(f: Factor, level_count: Mapping[str, int]) -> str:
+    if f.is_memory:
+        return f"{f.size}:{f.stride}"
+    if level_count.get(f.level, 1) > 1 or (f.stride not in (None, 1)):
+        return f"{f.size}_{f.level}:{f.stride}"
+    return f"{f.size}_{f.level}"
+
+
+def format_layout(layout: TensorLayout) -> str:
+    """The canonical spelling: every memory stride shown, device strides where needed."""
+    count: dict[str, int] = {}
+    for dim in layout.dims:
+        for f in dim:
+            if not f.is_memory:
+                count[f.level] = count.get(f.level, 0) + 1
+    body = ", ".join("(" + ", ".join(format_factor(f, count) for f in dim) + ")"
+                     for dim in layout.dims)
+    if layout.broadcast:
+        body += "; B@[" + ", ".join(layout.broadcast) + "]"
+    if layout.partial:
+        body += "; P@[" + ", ".join(layout.partial) + "]"
+    if layout.rotation is not None:
+        body += "; R@[" + _format_offset(layout.rotation.offset)
+        if layout.rotation.pace != 1:
+            body += f", pace={layout.rotation.pace}"
+        body += "]"
+    text = "(" + body + ")"
+    padded = tuple(math.prod(f.size for f in dim) for dim in layout.dims)
+    if layout.logical_shape is not None and tuple(layout.logical_shape) != padded:
+        text = _tup(layout.logical_shape) + "/" + text
+    return text
+
+
+def _format_offset(offset) -> str:
+    out = ""
+    for i, (lv, c) in enumerate(offset):
+        sign = "-" if c < 0 else "+"
+        mag = abs(c)
+        term = lv if mag == 1 else f"{mag}*{lv}"
+        out += (("-" if sign == "-" else "") + term) if i == 0 else f" {sign} {term}"
+    return out or "0"
+
+
+# -- parsing --------------------------------------------------------------------------------
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z][A-Za-z0-9]*)|([()\[\],:_;@/+\-*=]))")
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text = text
+        self.toks: list[tuple[str, str, int]] = []
+        pos = 0
+        while pos < len(text):
+            if text[pos:].strip() == "":
+                break
+            m = _TOKEN.match(text, pos)
+            if not m:
+                ch = text[pos:].lstrip()[:1]
+                raise LayoutError(text, f"unexpected character {ch!r} at position "
+                                        f"{len(text) - len(text[pos:].lstrip())}")
+            kind = "int" if m.group(1) else "name" if m.group(2) else "sym"
+            val = m.group(1) or m.group(2) or m.group(3)
+            self.toks.append((kind, val, m.start(m.lastindex)))
+            pos = m.end()
+        self.i = 0
+
+    def peek(self, k: int = 0) -> tuple[str, str, int]:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else ("end", "", len(self.text))
+
+    def take(self, val: str | None = None, kind: str | None = None) -> str:
+        k, v, pos = self.peek()
+        if (val is not None and v != val) or (kind is not None and k != kind):
+            want = repr(val) if val is not None else {"int": "a number", "name": "a name"}[kind]
+            got = "the end" if k == "end" else repr(v)
+            raise LayoutError(self.text, f"expected {want} at position {pos}, found {got}")
+        self.i += 1
+        return v
+
+    def integer(self) -> int:
+        return int(self.take(kind="int"))
+
+    def layout(self) -> TensorLayout:
+        shape = None
+        if self.peek()[1] == "(" and self.peek(1)[0] == "int" and self._is_shape():
+            shape = self.shape()
+            self.take("/")
+        self.take("(")
+        dims = [self.dim()]
+        suffixes: dict[str, object] = {}
+        while True:
+            v = self.peek()[1]
+            if v == ",":
+                self.take(",")
+                dims.append(self.dim())
+            elif v == ";":
+                self.take(";")
+                self.suffix(suffixes)
+            else:
+                break
+        self.take(")")
+        if self.peek()[0] != "end":
+            raise LayoutError(self.text, f"unexpected {self.peek()[1]!r} after the layout at "
+                                         f"position {self.peek()[2]}")
+        try:
+            return TensorLayout(tuple(dims), shape, suffixes.get("B", ()), suffixes.get("P", ()),
+                                suffixes.get("R"))
+        except LayoutError as err:
+            raise LayoutError(self.text, err.problem) from None
+
+    def _is_shape(self) -> bool:
+        # "(10,7)/..." : a parenthesised list of plain integers followed by "/".
+        j = 1
+        while self.peek(j)[0] == "int" and self.peek(j + 1)[1] in (",", ")"):
+            if self.peek(j + 1)[1] == ")":
+                return self.peek(j + 2)[1] == "/"
+            j += 2
+        return False
+
+    def shape(self) -> tuple[int, ...]:
+        self.take("(")
+        out = [self.integer()]
+        while self.peek()[1] == ",":
+            self.take(",")
+            out.append(self.integer())
+        self.take(")")
+        return tuple(out)
+
+    def dim(self) -> tuple[Factor, ...]:
+        if self.peek()[1] != "(":
+            return (self.factor(),)
+        self.take("(")
+        out = [self.factor()]
+        while self.peek()[1] == ",":
+            self.take(",")
+            out.append(self.factor())
+        self.take(")")
+        return tuple(out)
+
+    def factor(self) -> Factor:
+        size = self.integer()
+        level = stride = None
+        if self.peek()[1] == "_":
+            self.take("_")
+            level = self.take(kind="name")
+        if self.peek()[1] == ":":
+            self.take(":")
+            stride = self.integer()
+        return Factor(size, level, stride)
+
+    def names(self) -> tuple[str, ...]:
+        self.take("[")
+        out = [self.take(kind="name")]
+        while self.peek()[1] == ",":
+            self.take(",")
+            out.append(self.take(kind="name"))
+        self.take("]")
+        return tuple(out)
+
+    def suffix(self, into: dict) -> None:
+        k, v, pos = self.peek()
+        if v not in ("B", "P", "R"):
+            raise LayoutError(self.text, f"expected B@[...], P@[...] or R@[...] at position {pos}, "
+                                         f"found {v!r}")
+        if v in into:
+            raise LayoutError(self.text, f"{v}@[...] is given twice")
+        self.take(v)
+        self.take("@")
+        if v in ("B", "P"):
+            into[v] = self.names()
+            return
+        self.take("[")
+        terms: list[tuple[str, int]] = []
+        sign = 1
+        if self.peek()[1] == "-":
+            self.take("-")
+            sign = -1
+        while True:
+            coef = 1
+            if self.peek()[0] == "int":
+                coef = self.integer()
+                self.take("*")
+            terms.append((self.take(kind="name"), sign * coef))
+            if self.peek()[1] in ("+", "-"):
+                sign = 1 if self.take() == "+" else -1
+                continue
+            break
+        pace = 1
+        if self.peek()[1] == ",":
+            self.take(",")
+            self.take("pace")
+            self.take("=")
+            pace = self.integer()
+        self.take("]")
+        into["R"] = Rotation(tuple(terms), pace)
+
+
+@lru_cache(maxsize=4096)
+def parse_layout(text: str) -> TensorLayout:
+    """Parse the notation; raises :class:`LayoutError` quoting ``text`` on any problem."""
+    if not isinstance(text, str) or not text.strip():
+        raise LayoutError(str(text), "empty layout")
+    return _Parser(text).layout()

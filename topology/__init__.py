@@ -1,0 +1,5 @@
+"""Process topologies: meshes with named axes (abstract, or bound to MPI)."""
+
+from .mesh import AbstractMesh, Mesh, MeshError
+
+__all__ = ["AbstractMesh", "Mesh", "MeshError"]
