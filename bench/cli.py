@@ -25,11 +25,22 @@ def _rank() -> int:
     mpi = sys.modules.get("mpi4py.MPI")
     if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
         return mpi.COMM_WORLD.Get_rank()
-    return 0
+    from .machine import launched_rank
+
+    return launched_rank()
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line, printed by rank 0 only, exit status 2."""
+
+    def error(self, message: str):
+        if _rank() == 0:
+            print(f"{self.prog}: error: {message}", file=sys.stderr, flush=True)
+        sys.exit(2)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="distmm", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="distmm", description=__doc__.splitlines()[0])
     subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, help_text) in SUBCOMMANDS.items():
         sub = subs.add_parser(name, help=help_text, description=help_text)
@@ -43,12 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     # Build only the parser of the subcommand asked for, so `distmm layout` never loads MPI.
     parser = build_parser() if not argv or argv[0] not in SUBCOMMANDS else _one_parser(argv[0])
     args = parser.parse_args(argv)
+    from algorithms.plan import PlanError
     from layouts import LayoutError
     from topology import MeshError
 
     try:
         return int(importlib.import_module(args._module).main(args) or 0)
-    except (UsageError, LayoutError, MeshError, FileNotFoundError) as err:
+    except (UsageError, LayoutError, MeshError, PlanError, FileNotFoundError) as err:
         if _rank() == 0:
             print(f"distmm {args.command}: error: {err}", file=sys.stderr, flush=True)
         return 2
@@ -56,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _one_parser(name: str) -> argparse.ArgumentParser:
     module, help_text = SUBCOMMANDS[name]
-    parser = argparse.ArgumentParser(prog="distmm", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="distmm", description=__doc__.splitlines()[0])
     subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub = subs.add_parser(name, help=help_text, description=help_text)
     sub.set_defaults(_module=module)

@@ -1,0 +1,72 @@
+"""Cannon's algorithm (1969) on a p x p mesh (axes x = mesh row i, y = mesh column j).
+
+Device (i, j) starts with A[i, (i+j) % p] and B[(i+j) % p, j]: the skew is the rotation
+``R@[x + y]`` of the K blocks (Time axis), so the initial placement is set up directly from the
+layouts, with no skewing messages. Then p steps: C += A @ B, and (except after the last) A moves
+one step left along its row and B one step up along its column. With overlap on, the shifts of
+step t+1's blocks are in flight while step t multiplies.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from layouts import parse_layout
+
+from .plan import Plan, ceil_to, check_grid, check_shape, exact_root
+
+NAME = "cannon"
+
+
+def grids(P: int) -> list[tuple[int, ...]]:
+    p = exact_root(P, 2)
+    return [(p, p)] if p else []
+
+
+def plan(shape, P: int, *, grid=None, overlap: bool = True) -> Plan:
+    M, K, N = check_shape(shape, NAME)
+    p, _ = check_grid(NAME, P, grid, grids(P), "a square number of ranks (p x p)")
+    m, k, n = ceil_to(M, p) // p, ceil_to(K, p) // p, ceil_to(N, p) // p
+    from topology import AbstractMesh
+
+    return Plan(
+        NAME, (M, K, N), AbstractMesh((("x", p), ("y", p))),
+        A=parse_layout(f"({M},{K})/(({p}_x, {m}), ({p}_Time, {k}); R@[x + y])"),
+        B=parse_layout(f"({K},{N})/(({p}_Time, {k}), ({p}_y, {n}); R@[x + y])"),
+        C=parse_layout(f"({M},{N})/(({p}_x, {m}), ({p}_y, {n}))"),
+        overlap=overlap,
+    )
+
+
+def prepare(plan: Plan, a: np.ndarray, b: np.ndarray):
+    return a, b
+
+
+def multiply(plan: Plan, comm, state) -> np.ndarray:
+    a, b = state
+    p = plan.mesh.sizes["x"]
+    c = np.empty((a.shape[0], b.shape[1]), dtype=a.dtype)
+    tmp = np.empty_like(c)
+    a_bufs, b_bufs = (np.empty_like(a), np.empty_like(a)), (np.empty_like(b), np.empty_like(b))
+    for t in range(p):
+        comm.step = t
+        if t == p - 1:
+            comm.gemm(a, b, c, accumulate=t > 0, tmp=tmp)
+        elif plan.overlap:
+            next_a = comm.ishift(a, "y", -1, a_bufs[t % 2])
+            next_b = comm.ishift(b, "x", -1, b_bufs[t % 2])
+            comm.gemm(a, b, c, accumulate=t > 0, tmp=tmp, progress=(next_a, next_b))
+            a, b = next_a.wait(), next_b.wait()
+        else:
+            comm.gemm(a, b, c, accumulate=t > 0, tmp=tmp)
+            a = comm.shift(a, "y", -1, a_bufs[t % 2])
+            b = comm.shift(b, "x", -1, b_bufs[t % 2])
+    return c
+
+
+if __name__ == "__main__":
+    from bench.cli import main
+
+    sys.exit(main(["run", NAME, *sys.argv[1:]]))

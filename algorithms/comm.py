@@ -1,0 +1,257 @@
+"""The communication layer: the only place that moves data, counts bytes and records the schedule.
+
+Algorithms are plain SPMD loops over a :class:`Comm`. Every collective, shift and GEMM goes
+through it, so the schedule it records (:class:`Event`) is exactly what ran, and the cost model
+reads that schedule instead of a second description of the algorithm.
+
+Byte counting convention ("direct" delivery, stated once here): a rank is charged for the bytes
+it would send if every piece of data went straight from a holder to each rank that needs it.
+Shift: the buffer. Broadcast: the root sends the buffer to each of the other g-1 ranks.
+Allgather: each rank sends its piece to the g-1 others. Reduce-scatter and all-to-all: each rank
+sends the (g-1)/g of its buffer that belongs to others. Allreduce: twice that (reduce-scatter then
+allgather). Reduce: each non-root sends its buffer. Totals over ranks are then the bytes that must
+cross between ranks, whatever algorithm the MPI library picks internally.
+
+Modes: ``execute=True`` moves data over MPI. ``execute=False`` ("compute-only") runs the same
+loop with every communication a no-op that returns buffers of the right shape, so timing it
+measures the local GEMMs alone on the same ranks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from topology import Mesh
+
+
+@dataclass(frozen=True)
+class Event:
+    """One entry of the schedule a rank executed."""
+
+    kind: str  # shift | bcast | allgather | reduce_scatter | allreduce | reduce | alltoall | gemm
+    axes: tuple[str, ...] = ()
+    group: int = 1  # ranks taking part (1 for a GEMM)
+    nbytes: int = 0  # payload: the buffer (for allgather: this rank's piece)
+    sent: int = 0  # bytes this rank sends, by the convention above
+    messages: int = 0
+    flops: int = 0
+    shape: tuple[int, ...] = ()  # GEMM (m, k, n)
+    step: int | None = None
+    overlapped: bool = False  # issued non-blocking, meant to overlap computation
+
+
+@dataclass
+class Pending:
+    """Non-blocking operation(s) in flight; ``wait()`` completes them and returns the result."""
+
+    requests: list = field(default_factory=list)
+    result: object = None
+    finish: object = None  # callable run after completion (e.g. a local reduction)
+
+    def wait(self):
+        if self.requests:
+            from mpi4py import MPI
+
+            MPI.Request.Waitall(self.requests)
+            self.requests = []
+        if self.finish is not None:
+            self.result = self.finish()
+            self.finish = None
+        return self.result
+
+
+_CHUNKS = 8  # GEMM row chunks between progress polls when messages are in flight
+
+
+class Comm:
+    """Communication (and GEMM) for one rank on a mesh; see the module docstring."""
+
+    def __init__(self, mesh: Mesh, *, execute: bool = True, tracer=None):
+        self.mesh = mesh
+        self.execute = execute
+        self.tracer = tracer
+        self.events: list[Event] = []
+        self.step: int | None = None
+
+    # -- bookkeeping ------------------------------------------------------------------------
+    def reset(self) -> None:
+        self.events = []
+        self.step = None
+
+    @property
+    def bytes_sent(self) -> int:
+        return sum(e.sent for e in self.events)
+
+    @property
+    def messages(self) -> int:
+        return sum(e.messages for e in self.events)
+
+    @property
+    def flops(self) -> int:
+        return sum(e.flops for e in self.events)
+
+    def _record(self, **kw) -> Event:
+        ev = Event(step=self.step, **kw)
+        self.events.append(ev)
+        return ev
+
+    def span(self, name: str, **args):
+        """A trace span (no-op without a tracer)."""
+        if self.tracer is None:
+            return contextlib.nullcontext()
+        return self.tracer.span(name, step=self.step, **args)
+
+    def _group(self, axes: Sequence[str]) -> tuple[tuple[str, ...], int]:
+        axes = (axes,) if isinstance(axes, str) else tuple(axes)
+        g = 1
+        for a in axes:
+            g *= self.mesh.sizes[a]
+        return axes, g
+
+    # -- point to point ---------------------------------------------------------------------
+    def ishift(self, buf: np.ndarray, axis: str, disp: int, out: np.ndarray) -> Pending:
+        """Send ``buf`` ``disp`` places along the ring ``axis``; receive into ``out`` from the
+        rank ``disp`` places behind. Returns a Pending whose result is ``out``."""
+        (axis,), g = self._group(axis)
+        if g == 1 or disp % g == 0:
+            return Pending(result=buf)
+        self._record(kind="shift", axes=(axis,), group=g, nbytes=buf.nbytes, sent=buf.nbytes,
+                     messages=1, overlapped=True)
+        if not self.execute:
+            return Pending(result=buf)
+        comm = self.mesh.sub(axis)
+        src, dst = self.mesh.ring(axis, disp)
+        with self.span("shift", axis=axis, bytes=buf.nbytes):
+            reqs = [comm.Irecv(out, source=src, tag=7), comm.Isend(buf, dest=dst, tag=7)]
+        return Pending(reqs, out)
+
+    def shift(self, buf: np.ndarray, axis: str, disp: int, out: np.ndarray) -> np.ndarray:
+        """Blocking ring shift (Sendrecv); returns the array now holding the received data."""
+        (axis,), g = self._group(axis)
+        if g == 1 or disp % g == 0:
+            return buf
+        self._record(kind="shift", axes=(axis,), group=g, nbytes=buf.nbytes, sent=buf.nbytes,
+                     messages=1)
+        if not self.execute:
+            return buf
+        src, dst = self.mesh.ring(axis, disp)
+        with self.span("shift", axis=axis, bytes=buf.nbytes):
+            self.mesh.sub(axis).Sendrecv(buf, dest=dst, sendtag=7, recvbuf=out, source=src,
+                                         recvtag=7)
+        return out
+
+    # -- collectives ------------------------------------------------------------------------
+    def ibcast(self, buf: np.ndarray, root: int, axes, blocking: bool = False) -> Pending:
+        """Broadcast ``buf`` (in place) from ``root`` (rank within the sub-communicator)."""
+        axes, g = self._group(axes)
+        if g == 1:
+            return Pending(result=buf)
+        is_root = _sub_rank(self.mesh, axes) == root
+        self._record(kind="bcast", axes=axes, group=g, nbytes=buf.nbytes,
+                     sent=buf.nbytes * (g - 1) if is_root else 0,
+                     messages=(g - 1) if is_root else 0, overlapped=not blocking)
+        if not self.execute:
+            return Pending(result=buf)
+        comm = self.mesh.sub(*axes)
+        with self.span("bcast", axes=",".join(axes), bytes=buf.nbytes, root=root):
+            if blocking:
+                comm.Bcast(buf, root=root)
+                return Pending(result=buf)
+            return Pending([comm.Ibcast(buf, root=root)], buf)
+
+    def bcast(self, buf: np.ndarray, root: int, axes) -> np.ndarray:
+        return self.ibcast(buf, root, axes, blocking=True).result
+
+    def allgather(self, buf: np.ndarray, axes, dim: int = 0) -> np.ndarray:
+        """Concatenate every rank's ``buf`` along ``dim`` (in sub-communicator rank order)."""
+        axes, g = self._group(axes)
+        if g == 1:
+            return buf
+        self._record(kind="allgather", axes=axes, group=g, nbytes=buf.nbytes,
+                     sent=buf.nbytes * (g - 1), messages=g - 1)
+        out = (np.empty if self.execute else np.zeros)((g,) + buf.shape, dtype=buf.dtype)
+        if self.execute:
+            with self.span("allgather", axes=",".join(axes), bytes=buf.nbytes):
+                self.mesh.sub(*axes).Allgather(np.ascontiguousarray(buf), out)
+        if dim == 0:
+            return out.reshape((g * buf.shape[0],) + buf.shape[1:])
+        return np.concatenate(list(out), axis=dim)
+
+    def reduce_scatter(self, buf: np.ndarray, axes, dim: int = 0) -> np.ndarray:
+        """Sum ``buf`` over the group and leave rank r with the r-th of g equal parts along
+        ``dim`` (``buf.shape[dim]`` must divide by g)."""
+        axes, g = self._group(axes)
+        if g == 1:
+            return buf
+        part = buf.nbytes // g
+        self._record(kind="reduce_scatter", axes=axes, group=g, nbytes=buf.nbytes,
+                     sent=part * (g - 1), messages=g - 1)
+        pieces = np.ascontiguousarray(np.moveaxis(
+            buf.reshape(buf.shape[:dim] + (g, buf.shape[dim] // g) + buf.shape[dim + 1:]),
+            dim, 0))
+        out = (np.empty if self.execute else np.zeros)(pieces.shape[1:], dtype=buf.dtype)
+        if self.execute:
+            from mpi4py import MPI
+
+            with self.span("reduce_scatter", axes=",".join(axes), bytes=buf.nbytes):
+                self.mesh.sub(*axes).Reduce_scatter_block(pieces, out, op=MPI.SUM)
+        return out
+
+    def allreduce(self, buf: np.ndarray, axes) -> np.ndarray:
+        axes, g = self._group(axes)
+        if g == 1:
+            return buf
+        self._record(kind="allreduce", axes=axes, group=g, nbytes=buf.nbytes,
+                     sent=2 * (buf.nbytes // g) * (g - 1), messages=2 * (g - 1))
+        if self.execute:
+            from mpi4py import MPI
+
+            with self.span("allreduce", axes=",".join(axes), bytes=buf.nbytes):
+                self.mesh.sub(*axes).Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
+        return buf
+
+    # -- computation ------------------------------------------------------------------------
+    def gemm(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, accumulate: bool = True,
+             tmp: np.ndarray | None = None, progress: Sequence[Pending] = ()) -> np.ndarray:
+        """``c (+)= a @ b``. With ``progress``, the GEMM runs in row chunks and polls the pending
+        messages between chunks, so they advance while this rank computes."""
+        m, k = a.shape
+        n = b.shape[1]
+        self._record(kind="gemm", flops=2 * m * k * n, shape=(m, k, n))
+        reqs = [r for p in progress for r in p.requests] if self.execute else []
+        with self.span("gemm", m=m, k=k, n=n):
+            if not reqs or m < 2 * _CHUNKS:
+                _gemm_rows(a, b, c, accumulate, tmp)
+            else:
+                from mpi4py import MPI
+
+                bounds = np.linspace(0, m, _CHUNKS + 1).astype(int)
+                for lo, hi in zip(bounds[:-1], bounds[1:]):
+                    _gemm_rows(a[lo:hi], b, c[lo:hi], accumulate,
+                               None if tmp is None else tmp[lo:hi])
+                    MPI.Request.Testall(reqs)
+        return c
+
+
+def _gemm_rows(a, b, c, accumulate, tmp) -> None:
+    if not accumulate:
+        np.matmul(a, b, out=c)
+        return
+    if tmp is None:
+        c += a @ b
+    else:
+        np.matmul(a, b, out=tmp)
+        c += tmp
+
+
+def _sub_rank(mesh: Mesh, axes: tuple[str, ...]) -> int:
+    """This rank's rank inside the sub-communicator of ``axes`` (row-major over those axes)."""
+    r = 0
+    for a in mesh.names:
+        if a in axes:
+            r = r * mesh.sizes[a] + mesh.coords[a]
+    return r

@@ -1,0 +1,92 @@
+"""What an algorithm decides before it runs: its mesh, its A/B/C layouts and its parameters."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from layouts import TensorLayout
+from topology import AbstractMesh
+
+
+class PlanError(ValueError):
+    """A rank count, grid, shape or parameter the algorithm cannot take (one line, exit 2)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated configuration; every rank builds the same one without communicating."""
+
+    algo: str
+    shape: tuple[int, int, int]  # (M, K, N)
+    mesh: AbstractMesh
+    A: TensorLayout
+    B: TensorLayout
+    C: TensorLayout
+    params: dict = field(default_factory=dict, compare=False, hash=False)
+    overlap: bool = True
+
+    @property
+    def P(self) -> int:
+        return self.mesh.size
+
+    @property
+    def grid(self) -> tuple[int, ...]:
+        return self.mesh.shape
+
+    @property
+    def flops(self) -> int:
+        M, K, N = self.shape
+        return 2 * M * K * N
+
+    def describe(self) -> dict[str, str]:
+        return {"A": str(self.A), "B": str(self.B), "C": str(self.C)}
+
+
+def ceil_to(n: int, m: int) -> int:
+    """n rounded up to a multiple of m."""
+    return -(-n // m) * m
+
+
+def factor_pairs(P: int) -> list[tuple[int, int]]:
+    """All (p, q) with p * q == P, most square first."""
+    pairs = [(p, P // p) for p in range(1, P + 1) if P % p == 0]
+    return sorted(pairs, key=lambda pq: (abs(pq[0] - pq[1]), pq[0] > pq[1]))
+
+
+def exact_root(P: int, k: int) -> int | None:
+    r = round(P ** (1.0 / k))
+    for c in (r - 1, r, r + 1):
+        if c >= 1 and c**k == P:
+            return c
+    return None
+
+
+def check_shape(shape, algo: str) -> tuple[int, int, int]:
+    if len(shape) != 3 or any((not isinstance(x, int)) or x < 1 for x in shape):
+        raise PlanError(f"{algo}: shape must be three positive integers M,K,N, got {shape}")
+    return tuple(shape)
+
+
+def check_grid(algo: str, P: int, grid, admissible: list[tuple[int, ...]], what: str):
+    """Pick the default grid, or check a requested one against the admissible grids for P."""
+    if not admissible:
+        counts = [n for n in range(1, 65) if _any_grid(algo, n)]
+        raise PlanError(f"{algo} needs {what}; it cannot run on {P} ranks "
+                        f"(it can on {', '.join(map(str, counts[:12]))}, ...)")
+    if grid is None:
+        return admissible[0]
+    grid = tuple(grid)
+    if math.prod(grid) != P:
+        raise PlanError(f"{algo}: grid {'x'.join(map(str, grid))} has {math.prod(grid)} ranks "
+                        f"but the job has {P}")
+    if grid not in admissible:
+        raise PlanError(f"{algo}: grid {'x'.join(map(str, grid))} is not {what} "
+                        f"(for {P} ranks: {', '.join('x'.join(map(str, g)) for g in admissible)})")
+    return grid
+
+
+def _any_grid(algo: str, n: int) -> bool:
+    from . import get
+
+    return bool(get(algo).grids(n))

@@ -1,0 +1,88 @@
+"""2D SUMMA (van de Geijn & Watts 1995) on any p x q mesh (axes x = mesh row, y = mesh column).
+
+A, B and C are 2D-blocked. K is cut into panels of width b: for each panel the mesh column that
+owns it broadcasts its A panel along the rows (axis y), the mesh row that owns it broadcasts its B
+panel along the columns (axis x), and every rank does C += A_panel @ B_panel. A is stored
+panel-major (its layout says so: the panel index is the outer memory axis), so every panel is one
+contiguous buffer. With overlap on, panel g+1's broadcasts are in flight during panel g's GEMM.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+
+from layouts import parse_layout, to_memory
+
+from .plan import Plan, PlanError, ceil_to, check_grid, check_shape, factor_pairs
+
+NAME = "summa"
+
+
+def grids(P: int) -> list[tuple[int, ...]]:
+    return factor_pairs(P)
+
+
+def plan(shape, P: int, *, grid=None, panel: int | None = None, overlap: bool = True) -> Plan:
+    M, K, N = check_shape(shape, NAME)
+    p, q = check_grid(NAME, P, grid, grids(P), "a p x q grid")
+    lcm = math.lcm(p, q)
+    if panel is not None and (not isinstance(panel, int) or panel < 1):
+        raise PlanError(f"{NAME}: panel width must be a positive integer, got {panel}")
+    b = panel or -(-K // lcm)
+    Kp = ceil_to(K, lcm * b)
+    m, n = ceil_to(M, p) // p, ceil_to(N, q) // q
+    ka, kb = Kp // q, Kp // p
+    from topology import AbstractMesh
+
+    return Plan(
+        NAME, (M, K, N), AbstractMesh((("x", p), ("y", q))),
+        A=parse_layout(f"({M},{K})/(({p}_x, {m}:{b}), ({q}_y, {ka // b}:{m * b}, {b}:1))"),
+        B=parse_layout(f"({K},{N})/(({p}_x, {kb}), ({q}_y, {n}))"),
+        C=parse_layout(f"({M},{N})/(({p}_x, {m}), ({q}_y, {n}))"),
+        params={"panel": b, "panels": Kp // b},
+        overlap=overlap,
+    )
+
+
+def prepare(plan: Plan, a: np.ndarray, b: np.ndarray):
+    w = plan.params["panel"]
+    a_panels = to_memory(plan.A, a).reshape(-1, a.shape[0], w)  # (panels, m, w), as laid out
+    return a_panels, b.reshape(-1, w, b.shape[1])  # B's row panels are contiguous already
+
+
+def multiply(plan: Plan, comm, state) -> np.ndarray:
+    a, b = state
+    npa, npb, panels = a.shape[0], b.shape[0], plan.params["panels"]
+    me = comm.mesh.coords
+    a_bufs = (np.zeros_like(a[0]), np.zeros_like(a[0]))
+    b_bufs = (np.zeros_like(b[0]), np.zeros_like(b[0]))
+    c = np.empty((a.shape[1], b.shape[2]), dtype=a.dtype)
+    tmp = np.empty_like(c)
+
+    def fetch(g):
+        """Start the broadcasts of panel g from the mesh column / row that owns it."""
+        comm.step = g
+        col, ia = divmod(g, npa)
+        row, ib = divmod(g, npb)
+        a_buf = a[ia] if me["y"] == col else a_bufs[g % 2]
+        b_buf = b[ib] if me["x"] == row else b_bufs[g % 2]
+        blocking = not plan.overlap
+        return (comm.ibcast(a_buf, col, "y", blocking=blocking),
+                comm.ibcast(b_buf, row, "x", blocking=blocking))
+
+    pending = fetch(0)
+    for g in range(panels):
+        a_panel, b_panel = (r.wait() for r in pending)
+        pending = fetch(g + 1) if g + 1 < panels else ()
+        comm.step = g
+        comm.gemm(a_panel, b_panel, c, accumulate=g > 0, tmp=tmp, progress=pending)
+    return c
+
+
+if __name__ == "__main__":
+    from bench.cli import main
+
+    sys.exit(main(["run", NAME, *sys.argv[1:]]))

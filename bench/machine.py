@@ -1,0 +1,88 @@
+"""Process set-up for the machine a run lands on, done before MPI starts.
+
+When ranks outnumber cores, MPICH's busy polling makes waiting ranks steal the cores of working
+ones, and multi-threaded BLAS makes it worse (notes/machine.md). So: yielding progress settings
+for MPICH and Open MPI (read at MPI_Init, so set before mpi4py is imported) and BLAS threads =
+cores // ranks on this node (at least 1). An unexpected exception on any rank aborts the job
+instead of leaving the other ranks waiting in a collective.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+YIELD_SETTINGS = {
+    "MPIR_CVAR_POLLS_BEFORE_YIELD": "1",
+    "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
+    "MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT": "1",
+    "MPIR_CVAR_ENABLE_HEAVY_YIELD": "1",
+    "OMPI_MCA_mpi_yield_when_idle": "1",
+}
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def launched_local_ranks() -> int:
+    """Ranks on this node as the launcher announces them (before MPI_Init); 1 if unknown."""
+    for var in ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_SIZE", "PMIX_SIZE"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 1
+
+
+def launched_rank() -> int:
+    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 0
+
+
+_STARTED: dict = {}
+
+
+def start_mpi():
+    """Initialise MPI for this machine; returns (MPI module, facts about the set-up)."""
+    if _STARTED:
+        return _STARTED["MPI"], _STARTED["facts"]
+    oversubscribed = launched_local_ranks() > cores()
+    if oversubscribed:
+        for key, value in YIELD_SETTINGS.items():
+            os.environ.setdefault(key, value)
+    from mpi4py import MPI
+
+    _install_abort_hook(MPI)
+    world = MPI.COMM_WORLD
+    node = world.Split_type(MPI.COMM_TYPE_SHARED)
+    local = node.Get_size()
+    node.Free()
+    threads = max(1, cores() // local)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=threads, user_api="blas")
+    facts = {
+        "mpi_library": MPI.Get_library_version().strip().splitlines()[0].strip(),
+        "cores": cores(),
+        "ranks_per_node": local,
+        "blas_threads": threads,
+        "oversubscribed": local > cores(),
+    }
+    _STARTED.update(MPI=MPI, facts=facts)
+    return MPI, facts
+
+
+def _install_abort_hook(MPI) -> None:
+    def hook(kind, value, tb):
+        rank = MPI.COMM_WORLD.Get_rank()
+        lines = traceback.format_exception(kind, value, tb)
+        sys.stderr.write(f"[rank {rank}] unexpected error, aborting the job:\n" + "".join(lines))
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(1)
+
+    sys.excepthook = hook

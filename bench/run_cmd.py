@@ -1,0 +1,238 @@
+"""`distmm run ALGO --shape M,K,N ...`: one distributed multiplication, timed and verified.
+
+Run it under MPI: ``mpiexec -n 4 distmm run summa --shape 2048,2048,2048``. Every rank parses and
+validates the same arguments and builds the same plan before the first collective, so bad input
+gives one line and exit status 2 on every rank. Each rank generates only its own blocks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import resource
+import statistics
+import sys
+
+import numpy as np
+
+from algorithms import ALGORITHMS, get
+from algorithms.plan import PlanError
+
+from .cli import UsageError
+from .verify import SEED_A, SEED_B, exact, freivalds, method_for, tolerance
+
+DUMP_LIMIT = 1 << 24  # elements per matrix that --dump will gather
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("algo", metavar="ALGO", help=f"one of: {', '.join(ALGORITHMS)}")
+    p.add_argument("--shape", required=True, type=_ints(3), metavar="M,K,N",
+                   help="C[M,N] = A[M,K] @ B[K,N]")
+    p.add_argument("--grid", type=_ints(None), help="process grid, e.g. 2x3 or 2,2,2 "
+                   "(default: the algorithm's choice for the rank count)")
+    p.add_argument("--fop", type=_ints(3), metavar="m,k,n", help="t10: operator partition F_op")
+    p.add_argument("--pace", type=_positive, help="t10: rotating pace (K chunks per step)")
+    p.add_argument("--panel", type=_positive, help="summa family: panel width along K")
+    p.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    p.add_argument("--repeat", type=_positive, default=3, help="timed repetitions (default 3)")
+    p.add_argument("--warmup", type=_nonnegative, default=1, help="untimed warm-ups (default 1)")
+    p.add_argument("--no-overlap", action="store_true",
+                   help="blocking communication: no overlap with computation")
+    p.add_argument("--verify", choices=["auto", "exact", "freivalds"], default="auto",
+                   help="exact (gathered reference) for small shapes, else Freivalds (default)")
+    p.add_argument("--dump", metavar="DIR", help="rank 0 writes the gathered A.npy, B.npy, C.npy")
+    p.add_argument("--json", action="store_true", help="rank 0 prints one JSON line")
+
+
+def _ints(count):
+    def parse(text: str) -> tuple[int, ...]:
+        parts = text.replace("x", ",").split(",")
+        try:
+            vals = tuple(int(v) for v in parts)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a list of integers") from None
+        if count is not None and len(vals) != count:
+            raise argparse.ArgumentTypeError(f"{text!r} needs {count} integers")
+        if any(v < 1 for v in vals):
+            raise argparse.ArgumentTypeError(f"{text!r}: sizes must be positive")
+        return vals
+    return parse
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return v
+
+
+def _nonnegative(text: str) -> int:
+    return 0 if text.strip() == "0" else _positive(text)
+
+
+def make_plan(args, P: int):
+    """The algorithm's plan for these arguments; options it does not take are refused."""
+    module = get(args.algo)
+    given = {"grid": args.grid, "fop": args.fop, "pace": args.pace, "panel": args.panel}
+    takes = inspect.signature(module.plan).parameters
+    options = {}
+    for name, value in given.items():
+        if value is None:
+            continue
+        if name not in takes:
+            raise PlanError(f"{args.algo} takes no --{name}")
+        options[name] = value
+    return module, module.plan(tuple(args.shape), P, overlap=not args.no_overlap, **options)
+
+
+def main(args) -> int:
+    from .machine import start_mpi
+
+    if args.dump:
+        parent = os.path.dirname(os.path.abspath(args.dump))
+        if not os.path.isdir(parent):
+            raise UsageError(f"--dump {args.dump}: directory {parent} does not exist")
+        if max(a * b for a, b in _pairs(args.shape)) > DUMP_LIMIT:
+            raise UsageError(f"--dump is for small shapes (at most {DUMP_LIMIT} elements a matrix)")
+    MPI, facts = start_mpi()
+    world = MPI.COMM_WORLD
+    P = world.Get_size()
+    module, plan = make_plan(args, P)
+    dtype = np.dtype(args.dtype)
+    from topology import Mesh
+
+    mesh = Mesh(plan.mesh, world)
+    result, blocks = run_plan(module, plan, mesh, dtype, args.repeat, args.warmup, args.verify)
+    result.update(facts)
+    if args.dump:
+        _dump(plan, mesh, blocks, args.dump)
+    mesh.free()
+    if world.Get_rank() == 0:
+        print(json.dumps(result) if args.json else format_result(result), flush=True)
+    if not result["verified"]:
+        if world.Get_rank() == 0:
+            print(f"distmm run: error: {plan.algo} gave a wrong product (max relative error "
+                  f"{result['max_rel_error']:.3g} > {result['tolerance']:.3g})", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _pairs(shape):
+    M, K, N = shape
+    return ((M, K), (K, N), (M, N))
+
+
+def run_plan(module, plan, mesh, dtype, repeat: int, warmup: int, verify: str):
+    """Set up, time, measure the compute-only baseline and verify.
+
+    Returns the result record and this rank's blocks {"A", "B", "C"} (held order)."""
+    from layouts import generate_block
+
+    from algorithms.comm import Comm
+
+    world = mesh.comm
+    a = generate_block(plan.A, mesh.coords, SEED_A, dtype)
+    b = generate_block(plan.B, mesh.coords, SEED_B, dtype)
+    state = module.prepare(plan, a, b)
+    comm = Comm(mesh)
+    times, c = _timed(lambda: module.multiply(plan, comm, state), comm, world, warmup, repeat)
+    compute = Comm(mesh, execute=False)
+    compute_times, _ = _timed(lambda: module.multiply(plan, compute, state), compute, world,
+                              min(warmup, 1), repeat)
+    sent = world.allgather(comm.bytes_sent)
+    messages = world.allreduce(comm.messages)
+    peak = world.allreduce(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, op=_max())
+    method = method_for(plan.shape) if verify == "auto" else verify
+    if method == "exact":
+        err = world.bcast(exact(plan, mesh, c, dtype), root=0)
+    else:
+        err = freivalds(plan, mesh, world, c, dtype)
+    tol = tolerance(dtype, plan.shape[1])
+    median = statistics.median(times)
+    compute_median = statistics.median(compute_times)
+    return {
+        "algo": plan.algo, "P": plan.P, "grid": list(plan.grid),
+        "mesh": {n: s for n, s in plan.mesh.axes},
+        "shape": list(plan.shape), "dtype": str(dtype), "overlap": plan.overlap,
+        "params": plan.params,
+        "seconds": median, "seconds_min": min(times), "seconds_max": max(times),
+        "repeat": repeat, "gflops": plan.flops / median / 1e9,
+        "compute_seconds": compute_median, "compute_ratio": compute_median / median,
+        "verified": bool(err <= tol), "verify_method": method, "max_rel_error": err,
+        "tolerance": tol,
+        "bytes_sent": int(sum(sent)), "bytes_sent_per_rank": [int(s) for s in sent],
+        "messages": int(messages), "peak_memory_bytes": int(peak),
+        "layouts": plan.describe(),
+    }, {"A": a, "B": b, "C": c}
+
+
+def _max():
+    from mpi4py import MPI
+
+    return MPI.MAX
+
+
+def _timed(fn, comm, world, warmup: int, repeat: int):
+    from mpi4py import MPI
+
+    out = None
+    for _ in range(warmup):
+        comm.reset()
+        world.Barrier()
+        out = fn()
+    times = []
+    for _ in range(repeat):
+        comm.reset()
+        world.Barrier()
+        t0 = MPI.Wtime()
+        out = fn()
+        world.Barrier()
+        times.append(MPI.Wtime() - t0)
+    return times, out
+
+
+def _dump(plan, mesh, blocks: dict, directory: str) -> None:
+    """Gather A, B and C on rank 0 and write them (each file replaced atomically)."""
+    from layouts.redistribute import gather
+
+    layouts = {"A": plan.A, "B": plan.B, "C": plan.C}
+    gathered = {name: gather(block, layouts[name], mesh) for name, block in blocks.items()}
+    if mesh.comm.Get_rank() == 0:
+        os.makedirs(directory, exist_ok=True)
+        for name, arr in gathered.items():
+            tmp = os.path.join(directory, f".{name}.npy.tmp")
+            with open(tmp, "wb") as fh:
+                np.save(fh, arr)
+            os.replace(tmp, os.path.join(directory, f"{name}.npy"))
+
+
+def format_result(r: dict) -> str:
+    M, K, N = r["shape"]
+    per = r["bytes_sent_per_rank"]
+    lines = [
+        f"distmm run {r['algo']}: P={r['P']} grid={'x'.join(map(str, r['grid']))} "
+        f"shape={M}x{K}x{N} {r['dtype']} overlap={'on' if r['overlap'] else 'off'}"
+        + (f" {r['params']}" if r["params"] else ""),
+        "layouts:",
+        *(f"  {name}  {text}" for name, text in r["layouts"].items()),
+        f"time         {r['seconds']:.4f} s median of {r['repeat']} "
+        f"(min {r['seconds_min']:.4f}, max {r['seconds_max']:.4f})   {r['gflops']:.1f} GFLOP/s",
+        f"compute-only {r['compute_seconds']:.4f} s   ratio compute/total {r['compute_ratio']:.3f}",
+        f"sent         {_mib(r['bytes_sent'])} in total, per rank min {_mib(min(per))} / "
+        f"max {_mib(max(per))}; {r['messages']} messages",
+        f"peak memory  {_mib(r['peak_memory_bytes'])} (largest rank, RSS)",
+        f"verified     {'yes' if r['verified'] else 'NO'} ({r['verify_method']}, max relative "
+        f"error {r['max_rel_error']:.2e}, tolerance {r['tolerance']:.1e})",
+        f"machine      {r['mpi_library']}; {r['cores']} cores, {r['ranks_per_node']} ranks/node, "
+        f"{r['blas_threads']} BLAS thread(s) per rank",
+    ]
+    return "\n".join(lines)
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.2f} MiB"
