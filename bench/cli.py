@@ -77,4 +77,7 @@ def _one_parser(name: str) -> argparse.ArgumentParser:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main, so its exception classes are the ones others import.
+    from bench.cli import main as _main
+
+    sys.exit(_main())

@@ -2,15 +2,18 @@
 
 import os
 
+import pytest
+
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_configure(config):
-    try:
-        from mpi4py import MPI
-    except ImportError:  # serial runs without MPI installed
+    if not config.getoption("--only-mpi", default=False):
         return
-    if config.getoption("--only-mpi", default=False) and MPI.COMM_WORLD.Get_rank() != 0:
+    from mpi4py import MPI
+
+    if MPI.COMM_WORLD.Get_rank() != 0:
         reporter = config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             config.pluginmanager.unregister(reporter)

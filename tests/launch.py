@@ -1,0 +1,28 @@
+"""Start `distmm` under mpiexec from a test, with a hard timeout (no test can hang)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+
+
+def mpiexec() -> str:
+    found = BIN / "mpiexec"
+    return str(found) if found.exists() else (shutil.which("mpiexec") or "mpiexec")
+
+
+def distmm_mpi(n: int, *args: str, timeout: float = 120, cwd=None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, MPIEXEC_TIMEOUT=str(int(timeout)))
+    cmd = [mpiexec(), "-n", str(n), sys.executable, "-m", "bench.cli", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 15, env=env,
+                          cwd=cwd)
+
+
+def distmm(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bench.cli", *args], capture_output=True,
+                          text=True, timeout=timeout)
