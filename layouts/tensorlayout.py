@@ -227,9 +227,12 @@ class TensorLayout:
             count = math.prod(n for _, n in mem)
             if count > 1 << 22:
                 raise _Invalid("memory strides overlap (two elements would share an address)")
-            addr = np.zeros(1, dtype=np.int64)
+            # Python ints (dtype object) when an address could overflow int64.
+            wide = sum((n2 - 1) * s2 for s2, n2 in mem) >= 1 << 63
+            dtype = object if wide else np.int64
+            addr = np.zeros(1, dtype=dtype)
             for s2, n2 in mem:
-                addr = (addr[:, None] + s2 * np.arange(n2)).ravel()
+                addr = (addr[:, None] + s2 * np.arange(n2, dtype=dtype)).ravel()
             if np.unique(addr).size != addr.size:
                 raise _Invalid("memory strides overlap (two elements would share an address)")
             return
@@ -356,7 +359,13 @@ class _Parser:
         return v
 
     def integer(self) -> int:
-        return int(self.take(kind="int"))
+        pos = self.peek()[2]
+        digits = self.take(kind="int")
+        try:
+            return int(digits)
+        except ValueError:  # beyond Python's int-conversion digit limit
+            raise LayoutError(self.text, f"the number at position {pos} has too many digits "
+                                         f"({len(digits)})") from None
 
     def layout(self) -> TensorLayout:
         shape = None
