@@ -14,7 +14,11 @@ cross between ranks, whatever algorithm the MPI library picks internally.
 
 Modes: ``execute=True`` moves data over MPI. ``execute=False`` ("compute-only") runs the same
 loop with every communication a no-op that returns buffers of the right shape, so timing it
-measures the local GEMMs alone on the same ranks.
+measures the local GEMMs alone on the same ranks. ``execute=False, compute=False`` ("symbolic")
+skips the GEMMs too: the loop only records its schedule, with no MPI at all, for the cost model.
+
+Non-blocking operations return a :class:`Pending`; its ``wait()`` appends a ``wait`` event naming
+the operation, so the schedule says when overlapped communication had to be complete.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ class Event:
     shape: tuple[int, ...] = ()  # GEMM (m, k, n)
     step: int | None = None
     overlapped: bool = False  # issued non-blocking, meant to overlap computation
+    waits: tuple[int, ...] = ()  # kind "wait": indices (in the schedule) of the events waited for
 
 
 @dataclass
@@ -51,8 +56,13 @@ class Pending:
     requests: list = field(default_factory=list)
     result: object = None
     finish: object = None  # callable run after completion (e.g. a local reduction)
+    comm: "Comm | None" = None
+    event: int | None = None  # index of the issuing event in comm.events
+    issued: float = 0.0  # trace time of issue
 
     def wait(self):
+        comm, self.comm = self.comm, None
+        start = comm.tracer.now() if comm is not None and comm.tracer is not None else 0.0
         if self.requests:
             from mpi4py import MPI
 
@@ -61,6 +71,8 @@ class Pending:
         if self.finish is not None:
             self.result = self.finish()
             self.finish = None
+        if comm is not None:
+            comm._waited(self, start)
         return self.result
 
 
@@ -70,9 +82,10 @@ _CHUNKS = 8  # GEMM row chunks between progress polls when messages are in fligh
 class Comm:
     """Communication (and GEMM) for one rank on a mesh; see the module docstring."""
 
-    def __init__(self, mesh: Mesh, *, execute: bool = True, tracer=None):
+    def __init__(self, mesh: Mesh, *, execute: bool = True, compute: bool = True, tracer=None):
         self.mesh = mesh
         self.execute = execute
+        self.compute = compute  # False with execute=False: record the schedule only (the model)
         self.tracer = tracer
         self.events: list[Event] = []
         self.step: int | None = None
@@ -105,6 +118,20 @@ class Comm:
             return contextlib.nullcontext()
         return self.tracer.span(name, step=self.step, **args)
 
+    def _pending(self, requests: list, result) -> Pending:
+        """A Pending for the event just recorded; its wait() records a "wait" event."""
+        issued = self.tracer.now() if self.tracer is not None else 0.0
+        return Pending(requests, result, comm=self, event=len(self.events) - 1, issued=issued)
+
+    def _waited(self, pending: Pending, start: float) -> None:
+        issued = self.events[pending.event]
+        self.events.append(Event(kind="wait", step=self.step, waits=(pending.event,)))
+        if self.tracer is not None:
+            end = self.tracer.now()
+            self.tracer.add("wait", start, end, step=self.step, op=issued.kind)
+            self.tracer.add(issued.kind, pending.issued, end, lane=1, step=issued.step,
+                            bytes=issued.nbytes, axes=",".join(issued.axes))
+
     def _group(self, axes: Sequence[str]) -> tuple[tuple[str, ...], int]:
         axes = (axes,) if isinstance(axes, str) else tuple(axes)
         g = 1
@@ -122,12 +149,11 @@ class Comm:
         self._record(kind="shift", axes=(axis,), group=g, nbytes=buf.nbytes, sent=buf.nbytes,
                      messages=1, overlapped=True)
         if not self.execute:
-            return Pending(result=buf)
+            return self._pending([], buf)
         comm = self.mesh.sub(axis)
         src, dst = self.mesh.ring(axis, disp)
-        with self.span("shift", axis=axis, bytes=buf.nbytes):
-            reqs = [comm.Irecv(out, source=src, tag=7), comm.Isend(buf, dest=dst, tag=7)]
-        return Pending(reqs, out)
+        reqs = [comm.Irecv(out, source=src, tag=7), comm.Isend(buf, dest=dst, tag=7)]
+        return self._pending(reqs, out)
 
     def shift(self, buf: np.ndarray, axis: str, disp: int, out: np.ndarray) -> np.ndarray:
         """Blocking ring shift (Sendrecv); returns the array now holding the received data."""
@@ -155,13 +181,13 @@ class Comm:
                      sent=buf.nbytes * (g - 1) if is_root else 0,
                      messages=(g - 1) if is_root else 0, overlapped=not blocking)
         if not self.execute:
-            return Pending(result=buf)
+            return Pending(result=buf) if blocking else self._pending([], buf)
         comm = self.mesh.sub(*axes)
-        with self.span("bcast", axes=",".join(axes), bytes=buf.nbytes, root=root):
-            if blocking:
+        if blocking:
+            with self.span("bcast", axes=",".join(axes), bytes=buf.nbytes, root=root):
                 comm.Bcast(buf, root=root)
-                return Pending(result=buf)
-            return Pending([comm.Ibcast(buf, root=root)], buf)
+            return Pending(result=buf)
+        return self._pending([comm.Ibcast(buf, root=root)], buf)
 
     def bcast(self, buf: np.ndarray, root: int, axes) -> np.ndarray:
         return self.ibcast(buf, root, axes, blocking=True).result
@@ -179,6 +205,10 @@ class Comm:
                 self.mesh.sub(*axes).Allgather(np.ascontiguousarray(buf), out)
         if dim == 0:
             return out.reshape((g * buf.shape[0],) + buf.shape[1:])
+        if not self.execute:
+            shape = list(buf.shape)
+            shape[dim] *= g
+            return np.zeros(shape, dtype=buf.dtype)
         return np.concatenate(list(out), axis=dim)
 
     def reduce_scatter(self, buf: np.ndarray, axes, dim: int = 0) -> np.ndarray:
@@ -190,15 +220,18 @@ class Comm:
         part = buf.nbytes // g
         self._record(kind="reduce_scatter", axes=axes, group=g, nbytes=buf.nbytes,
                      sent=part * (g - 1), messages=g - 1)
+        if not self.execute:
+            shape = list(buf.shape)
+            shape[dim] //= g
+            return np.zeros(shape, dtype=buf.dtype)
         pieces = np.ascontiguousarray(np.moveaxis(
             buf.reshape(buf.shape[:dim] + (g, buf.shape[dim] // g) + buf.shape[dim + 1:]),
             dim, 0))
-        out = (np.empty if self.execute else np.zeros)(pieces.shape[1:], dtype=buf.dtype)
-        if self.execute:
-            from mpi4py import MPI
+        out = np.empty(pieces.shape[1:], dtype=buf.dtype)
+        from mpi4py import MPI
 
-            with self.span("reduce_scatter", axes=",".join(axes), bytes=buf.nbytes):
-                self.mesh.sub(*axes).Reduce_scatter_block(pieces, out, op=MPI.SUM)
+        with self.span("reduce_scatter", axes=",".join(axes), bytes=buf.nbytes):
+            self.mesh.sub(*axes).Reduce_scatter_block(pieces, out, op=MPI.SUM)
         return out
 
     def allreduce(self, buf: np.ndarray, axes) -> np.ndarray:
@@ -222,6 +255,8 @@ class Comm:
         m, k = a.shape
         n = b.shape[1]
         self._record(kind="gemm", flops=2 * m * k * n, shape=(m, k, n))
+        if not self.compute:
+            return c
         reqs = [r for p in progress for r in p.requests] if self.execute else []
         with self.span("gemm", m=m, k=k, n=n):
             if not reqs or m < 2 * _CHUNKS:

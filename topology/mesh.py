@@ -88,6 +88,34 @@ class AbstractMesh:
     def __str__(self) -> str:
         return ",".join(f"{n}={s}" for n, s in self.axes)
 
+    def at(self, rank: int) -> "RankView":
+        """One rank's view of the mesh without MPI (what the cost model runs a schedule on)."""
+        return RankView(self, rank)
+
+
+@dataclass(frozen=True)
+class RankView:
+    """The attributes of a :class:`Mesh` that do not need MPI: names, sizes, rank, coords."""
+
+    abstract: AbstractMesh
+    rank: int
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.abstract.names
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return self.abstract.sizes
+
+    @property
+    def size(self) -> int:
+        return self.abstract.size
+
+    @cached_property
+    def coords(self) -> dict[str, int]:
+        return self.abstract.coords(self.rank)
+
 
 @dataclass(eq=False)
 class Mesh:
