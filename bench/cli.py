@@ -14,6 +14,9 @@ import sys
 SUBCOMMANDS = {
     "layout": ("bench.layout_cmd", "show a layout: canonical form, shapes, placement, plot"),
     "run": ("bench.run_cmd", "run one distributed multiplication (under mpiexec)"),
+    "calibrate": ("bench.calibrate_cmd", "measure this machine for the cost model (under mpiexec)"),
+    "predict": ("bench.predict_cmd", "predict a run's time from a profile (no MPI needed)"),
+    "analyze": ("bench.analyze_cmd", "compare a traced run with the model, phase by phase"),
 }
 
 
@@ -58,9 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     from layouts import LayoutError
     from topology import MeshError
 
+    from .model import ProfileError
+
     try:
         return int(importlib.import_module(args._module).main(args) or 0)
-    except (UsageError, LayoutError, MeshError, PlanError, FileNotFoundError) as err:
+    except (UsageError, LayoutError, MeshError, PlanError, ProfileError,
+            FileNotFoundError) as err:
         if _rank() == 0:
             print(f"distmm {args.command}: error: {err}", file=sys.stderr, flush=True)
         return 2

@@ -21,12 +21,14 @@ from algorithms import ALGORITHMS, get
 from algorithms.plan import PlanError
 
 from .cli import UsageError
+from .model import Profile, predict, schedule
 from .verify import SEED_A, SEED_B, exact, freivalds, method_for, tolerance
 
 DUMP_LIMIT = 1 << 24  # elements per matrix that --dump will gather
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
+def add_plan_arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments that choose an algorithm's plan (shared with `distmm predict`)."""
     p.add_argument("algo", metavar="ALGO", help=f"one of: {', '.join(ALGORITHMS)}")
     p.add_argument("--shape", required=True, type=_ints(3), metavar="M,K,N",
                    help="C[M,N] = A[M,K] @ B[K,N]")
@@ -36,10 +38,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pace", type=_positive, help="t10: rotating pace (K chunks per step)")
     p.add_argument("--panel", type=_positive, help="summa family: panel width along K")
     p.add_argument("--dtype", default="float32", choices=["float32", "float64"])
-    p.add_argument("--repeat", type=_positive, default=3, help="timed repetitions (default 3)")
-    p.add_argument("--warmup", type=_nonnegative, default=1, help="untimed warm-ups (default 1)")
     p.add_argument("--no-overlap", action="store_true",
                    help="blocking communication: no overlap with computation")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_plan_arguments(p)
+    p.add_argument("--repeat", type=_positive, default=3, help="timed repetitions (default 3)")
+    p.add_argument("--warmup", type=_nonnegative, default=1, help="untimed warm-ups (default 1)")
+    p.add_argument("--profile", help="machine profile (distmm calibrate): add the model's "
+                   "prediction to the result")
+    p.add_argument("--trace", metavar="DIR", help="write a viztracer trace per rank (and "
+                   "combined.json) to DIR; read it with distmm analyze DIR")
     p.add_argument("--verify", choices=["auto", "exact", "freivalds"], default="auto",
                    help="exact (gathered reference) for small shapes, else Freivalds (default)")
     p.add_argument("--dump", metavar="DIR", help="rank 0 writes the gathered A.npy, B.npy, C.npy")
@@ -99,6 +109,9 @@ def main(args) -> int:
             raise UsageError(f"--dump {args.dump}: directory {parent} does not exist")
         if max(a * b for a, b in _pairs(args.shape)) > DUMP_LIMIT:
             raise UsageError(f"--dump is for small shapes (at most {DUMP_LIMIT} elements a matrix)")
+    if args.trace and not os.path.isdir(os.path.dirname(os.path.abspath(args.trace))):
+        raise UsageError(f"--trace {args.trace}: its parent directory does not exist")
+    profile = Profile.load(args.profile) if args.profile else None
     MPI, facts = start_mpi()
     world = MPI.COMM_WORLD
     P = world.Get_size()
@@ -106,12 +119,23 @@ def main(args) -> int:
     dtype = np.dtype(args.dtype)
     from topology import Mesh
 
+    tracer = None
+    if args.trace:
+        from .trace import Tracer
+
+        tracer = Tracer(args.trace, world.Get_rank())
     mesh = Mesh(plan.mesh, world)
-    result, blocks = run_plan(module, plan, mesh, dtype, args.repeat, args.warmup, args.verify)
+    result, blocks = run_plan(module, plan, mesh, dtype, args.repeat, args.warmup, args.verify,
+                              tracer)
     result.update(facts)
+    if profile is not None:
+        events = schedule(module, plan, 0, dtype)
+        result.update(predict(events, profile, str(dtype), facts["ranks_per_node"]).as_dict())
     if args.dump:
         _dump(plan, mesh, blocks, args.dump)
     mesh.free()
+    if tracer is not None:
+        _save_trace(tracer, result, world)
     if world.Get_rank() == 0:
         print(json.dumps(result) if args.json else format_result(result), flush=True)
     if not result["verified"]:
@@ -127,7 +151,22 @@ def _pairs(shape):
     return ((M, K), (K, N), (M, N))
 
 
-def run_plan(module, plan, mesh, dtype, repeat: int, warmup: int, verify: str):
+def _save_trace(tracer, result: dict, world) -> None:
+    """Every rank saves its trace; rank 0 then combines them and writes run.json beside them."""
+    from .trace import combine
+
+    os.makedirs(tracer.directory, exist_ok=True)
+    tracer.save()
+    world.Barrier()
+    if world.Get_rank() == 0:
+        combine(tracer.directory)
+        tmp = tracer.directory / ".run.json.tmp"
+        tmp.write_text(json.dumps(result, indent=1))
+        os.replace(tmp, tracer.directory / "run.json")
+    world.Barrier()
+
+
+def run_plan(module, plan, mesh, dtype, repeat: int, warmup: int, verify: str, tracer=None):
     """Set up, time, measure the compute-only baseline and verify.
 
     Returns the result record and this rank's blocks {"A", "B", "C"} (held order)."""
@@ -139,8 +178,9 @@ def run_plan(module, plan, mesh, dtype, repeat: int, warmup: int, verify: str):
     a = generate_block(plan.A, mesh.coords, SEED_A, dtype)
     b = generate_block(plan.B, mesh.coords, SEED_B, dtype)
     state = module.prepare(plan, a, b)
-    comm = Comm(mesh)
-    times, c = _timed(lambda: module.multiply(plan, comm, state), comm, world, warmup, repeat)
+    comm = Comm(mesh, tracer=tracer)
+    times, c = _timed(lambda: module.multiply(plan, comm, state), comm, world, warmup, repeat,
+                      tracer)
     compute = Comm(mesh, execute=False)
     compute_times, _ = _timed(lambda: module.multiply(plan, compute, state), compute, world,
                               min(warmup, 1), repeat)
@@ -177,20 +217,32 @@ def _max():
     return MPI.MAX
 
 
-def _timed(fn, comm, world, warmup: int, repeat: int):
+def _timed(fn, comm, world, warmup: int, repeat: int, tracer=None):
+    """Run ``fn`` warmup + repeat times, barrier before and after each timed one.
+
+    With a tracer, warm-ups are not traced, a ``sync`` marker follows the first timed barrier
+    and each repetition is one ``multiply`` span."""
     from mpi4py import MPI
 
     out = None
+    comm.tracer = None
     for _ in range(warmup):
         comm.reset()
         world.Barrier()
         out = fn()
+    comm.tracer = tracer
     times = []
-    for _ in range(repeat):
+    for rep in range(repeat):
         comm.reset()
         world.Barrier()
         t0 = MPI.Wtime()
-        out = fn()
+        if tracer is not None:
+            if rep == 0:
+                tracer.marker("sync")
+            with tracer.span("multiply", rep=rep):
+                out = fn()
+        else:
+            out = fn()
         world.Barrier()
         times.append(MPI.Wtime() - t0)
     return times, out
@@ -231,6 +283,10 @@ def format_result(r: dict) -> str:
         f"machine      {r['mpi_library']}; {r['cores']} cores, {r['ranks_per_node']} ranks/node, "
         f"{r['blas_threads']} BLAS thread(s) per rank",
     ]
+    if "predicted_seconds" in r:
+        phases = ", ".join(f"{k} {v:.4f}" for k, v in sorted(r["predicted_phases"].items()))
+        lines.append(f"model        {r['predicted_seconds']:.4f} s predicted "
+                     f"(measured / predicted {r['seconds'] / r['predicted_seconds']:.2f}); {phases}")
     return "\n".join(lines)
 
 

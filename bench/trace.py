@@ -31,19 +31,20 @@ class Tracer:
 
     def add(self, name: str, start: float, end: float, lane: int = MAIN_LANE, **args) -> None:
         if self.enabled:
+            # viztracer stamps its own pid/tid, so the lane travels in args; combine() uses it
+            args = {k: v for k, v in args.items() if v is not None}
             self.viz.add_raw({"ph": "X", "name": name, "ts": start, "dur": end - start,
-                              "cat": "distmm", "pid": self.rank, "tid": lane,
-                              "args": {k: v for k, v in args.items() if v is not None}})
+                              "cat": "distmm", "args": dict(args, lane=lane)})
 
     def marker(self, name: str, **args) -> None:
         """An instant event; ``sync`` markers are recorded right after a barrier on every rank."""
         self.viz.add_raw({"ph": "i", "s": "g", "name": name, "ts": self.now(), "cat": "distmm",
-                          "pid": self.rank, "tid": MAIN_LANE, "args": args})
+                          "args": dict(args, lane=MAIN_LANE)})
 
     def save(self) -> Path:
         self.directory.mkdir(parents=True, exist_ok=True)
         out = self.directory / f"rank{self.rank}.json"
-        tmp = self.directory / f".rank{self.rank}.json.tmp"
+        tmp = self.directory / f".rank{self.rank}.tmp.json"
         self.viz.save(str(tmp), verbose=0)
         os.replace(tmp, out)
         return out
@@ -77,10 +78,11 @@ def load_rank_events(directory: str | os.PathLike) -> dict[int, list[dict]]:
         rank = int(f.stem[4:])
         syncs = [e["ts"] for e in events if e.get("name") == "sync" and e.get("ph") == "i"]
         zero = syncs[0] if syncs else 0.0
-        for e in events:
-            if "ts" in e:
-                e["ts"] -= zero
-        out[rank] = [e for e in events if e.get("cat") == "distmm"]
+        mine = [e for e in events if e.get("cat") == "distmm"]
+        for e in mine:
+            e["ts"] -= zero
+            e["pid"], e["tid"] = rank, e.get("args", {}).get("lane", MAIN_LANE)
+        out[rank] = mine
     return out
 
 
