@@ -1,0 +1,87 @@
+"""The algorithms benchmark (issue 3): overlap efficiency and a peer comparison, printed as a table.
+
+    .venv/bin/python scripts/bench_algorithms.py [--shape 3072,3072,3072] [--repeat 3]
+        [--ranks 4,8,9,16] [--peer] [--out results/bench_algorithms.csv]
+
+For every algorithm at every rank count it admits among --ranks it runs
+``mpiexec -n P distmm run ALGO --json`` and reports time, GFLOP/s and the ratio of the
+compute-only time (the same ranks running only their local GEMMs, measured in the same run) to the
+total; with --peer, pylops-mpi's SUMMA runs on the same shape and square P beside SUMMA and Cannon.
+Each run is a separate job, one at a time, so they do not disturb each other.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from algorithms import ALGORITHMS, get  # noqa: E402
+
+MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
+
+
+def launch(P: int, argv: list[str], timeout: int = 900) -> dict | None:
+    env = dict(os.environ, MPIEXEC_TIMEOUT=str(timeout))
+    r = subprocess.run([MPIEXEC, "-n", str(P), sys.executable, *argv], capture_output=True,
+                       text=True, timeout=timeout + 30, env=env, cwd=ROOT)
+    if r.returncode != 0:
+        print(f"  failed ({r.returncode}): {' '.join(argv)}\n{r.stderr.strip()[-600:]}",
+              file=sys.stderr)
+        return None
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shape", default="3072,3072,3072")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--ranks", default="4,8,9,16")
+    p.add_argument("--algos", default=",".join(ALGORITHMS))
+    p.add_argument("--peer", action="store_true", help="also time pylops-mpi's SUMMA")
+    p.add_argument("--out", default="results/bench_algorithms.csv")
+    args = p.parse_args()
+    rows = []
+    for P in (int(x) for x in args.ranks.split(",")):
+        for algo in args.algos.split(","):
+            if not get(algo).grids(P):
+                continue
+            print(f"P={P:>2} {algo} ...", file=sys.stderr, flush=True)
+            r = launch(P, ["-m", "bench.cli", "run", algo, "--shape", args.shape, "--json",
+                           "--repeat", str(args.repeat)])
+            if r:
+                rows.append({"P": P, "algo": algo, "grid": "x".join(map(str, r["grid"])),
+                             "seconds": r["seconds"], "gflops": r["gflops"],
+                             "compute_seconds": r["compute_seconds"],
+                             "compute/total": r["compute_ratio"], "verified": r["verified"]})
+        if args.peer and round(P ** 0.5) ** 2 == P:
+            print(f"P={P:>2} pylops-mpi summa ...", file=sys.stderr, flush=True)
+            r = launch(P, ["scripts/peer_pylops.py", "--shape", args.shape, "--repeat",
+                           str(args.repeat)])
+            if r:
+                rows.append({"P": P, "algo": "pylops-mpi summa", "grid": "", "seconds": r["seconds"],
+                             "gflops": r["gflops"]})
+    table = pd.DataFrame(rows)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(args.out).with_suffix(".tmp")
+    table.to_csv(tmp, index=False)
+    os.replace(tmp, args.out)
+    with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
+        print(table.to_string(index=False))
+    if args.peer:
+        for P, group in table.groupby("P"):
+            peer = group[group["algo"] == "pylops-mpi summa"]["seconds"]
+            for algo in ("summa", "cannon"):
+                mine = group[group["algo"] == algo]["seconds"]
+                if len(peer) and len(mine):
+                    print(f"P={P}: {algo} / pylops-mpi time = {mine.iloc[0] / peer.iloc[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

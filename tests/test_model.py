@@ -1,0 +1,111 @@
+"""The cost model without MPI: profiles, formulas, predictions at large P, and the commands."""
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from algorithms import ALGORITHMS, get
+from bench.model import Profile, ProfileError, bytes_per_rank, predict, schedule, stated_cost
+from launch import distmm, distmm_mpi
+
+PROFILE = {
+    "machine": {"cores": 2},
+    "p2p": {"small": {"alpha": 2e-6, "beta": 1e-10}, "large": {"alpha": 5e-6, "beta": 1e-10}},
+    "gemm": {"float32": [[512, 512, 512, 0.0025]], "float64": [[512, 512, 512, 0.005]]},
+    "collective_factor": {},
+}
+
+
+@pytest.fixture
+def profile_file(tmp_path):
+    f = tmp_path / "profile.json"
+    f.write_text(json.dumps(PROFILE))
+    return f
+
+
+def test_profile_errors(tmp_path):
+    with pytest.raises(ProfileError, match="does not exist"):
+        Profile.load(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ProfileError, match="not readable JSON"):
+        Profile.load(bad)
+    bad.write_text(json.dumps({"p2p": {}}))
+    with pytest.raises(ProfileError, match="lacks"):
+        Profile.load(bad)
+
+
+def test_cannon_bytes_per_rank_are_the_textbook_count(profile_file):
+    module = get("cannon")
+    plan = module.plan((96, 96, 96), 9)
+    # p - 1 shifts of an A block and a B block, 32 x 32 float32 each
+    assert bytes_per_rank(module, plan) == [2 * 2 * 32 * 32 * 4] * 9
+
+
+def test_overlap_hides_communication_only_with_spare_cores(profile_file):
+    prof = Profile.load(profile_file)
+    module = get("cannon")
+    plan = module.plan((2048, 2048, 2048), 4)
+    events = schedule(module, plan)
+    alone = predict(events, prof, "float32", ranks_per_node=1)
+    crowded = predict(events, prof, "float32", ranks_per_node=4)
+    gemm = alone.phases["gemm"]
+    assert alone.seconds == pytest.approx(gemm, rel=0.05)  # shifts hidden behind GEMMs
+    assert crowded.seconds > 2 * alone.seconds  # 4 ranks on 2 cores: half a core each, no hiding
+    blocking = predict(schedule(module, module.plan((2048,) * 3, 4, overlap=False)), prof,
+                       "float32", 1)
+    assert blocking.seconds > alone.seconds
+
+
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+def test_predict_thousands_of_ranks_fast(name, profile_file):
+    P = {"summa3d": 4096, "cannon": 4096, "tesseract": 4096, "summa25d": 4096,
+         "cannon25d": 4096}.get(name, 4096)
+    module = get(name)
+    start = time.perf_counter()
+    plan = module.plan((32768, 32768, 32768), P)
+    pred = predict(schedule(module, plan), Profile.load(profile_file), "float32", 1)
+    assert time.perf_counter() - start < 1.0
+    assert pred.seconds > 0 and pred.flops > 0
+
+
+def test_stated_2p5d_formula_is_flagged(profile_file):
+    stated = stated_cost("summa25d", (4096,) * 3, 32, (4, 4, 2), Profile.load(profile_file), 4)
+    assert "suspect" in stated["note"]
+
+
+def test_predict_command(profile_file):
+    r = distmm("predict", "summa", "--shape", "4096,4096,4096", "--P", "1024", "--profile",
+               str(profile_file), "--json")
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(r.stdout)
+    assert rec["P"] == 1024 and rec["grid"] == [32, 32] and rec["predicted_seconds"] > 0
+    r = distmm("predict", "summa", "--shape", "64,64,64", "--P", "4", "--profile", "nope.json")
+    assert r.returncode == 2 and "does not exist" in r.stderr
+
+
+def test_calibrate_trace_analyze(tmp_path):
+    prof = tmp_path / "profile.json"
+    r = distmm_mpi(2, "calibrate", "--quick", "--out", str(prof), timeout=240)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Latency [us]" in r.stdout and "GFLOP/s" in r.stdout
+    data = json.loads(prof.read_text())
+    assert data["machine"]["ranks"] == 2 and data["p2p"]["large"]["beta"] > 0
+    traces = tmp_path / "trace"
+    r = distmm_mpi(4, "run", "cannon", "--shape", "256,256,256", "--trace", str(traces),
+                   "--profile", str(prof), "--repeat", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(r.stdout)
+    assert rec["predicted_seconds"] > 0 and "gemm" in rec["predicted_phases"]
+    assert sorted(p.name for p in traces.glob("rank*.json")) == [f"rank{i}.json" for i in range(4)]
+    combined = json.loads((traces / "combined.json").read_text())["traceEvents"]
+    assert {e["pid"] for e in combined} == {0, 1, 2, 3}
+    r = distmm("analyze", str(traces), "--json")
+    assert r.returncode == 0, r.stderr
+    phases = json.loads(r.stdout)["phases"]
+    assert phases["gemm"]["measured"] > 0 and phases["total"]["predicted"] > 0
+    assert (traces / "spans.csv").exists()
+    r = distmm("analyze", str(tmp_path / "nowhere"))
+    assert r.returncode == 2 and "not a directory" in r.stderr

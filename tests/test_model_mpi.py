@@ -1,0 +1,37 @@
+"""The model's schedule is the executed one: bytes per rank and event kinds match the real run."""
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from algorithms import ALGORITHMS, get
+from algorithms.comm import Comm
+from bench.model import schedule
+from topology import Mesh
+
+world = MPI.COMM_WORLD
+P = world.Get_size()
+
+
+def plans(name):
+    module = get(name)
+    for grid in module.grids(P):
+        kw = {"fop": grid} if name == "t10" else {"grid": grid}
+        yield module, module.plan((13, 11, 9), P, **kw)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+def test_symbolic_schedule_equals_executed(name):
+    for module, plan in plans(name):
+        mesh = Mesh(plan.mesh, world)
+        from layouts import generate_block
+
+        a = generate_block(plan.A, mesh.coords, 1, np.float64)
+        b = generate_block(plan.B, mesh.coords, 2, np.float64)
+        comm = Comm(mesh)
+        module.multiply(plan, comm, module.prepare(plan, a, b))
+        mesh.free()
+        model = schedule(module, plan, world.Get_rank(), np.float64)
+        strip = lambda evs: [(e.kind, e.axes, e.group, e.nbytes, e.sent, e.shape) for e in evs]  # noqa: E731
+        assert strip(model) == strip(comm.events), (name, plan.grid)
