@@ -46,23 +46,34 @@ def prepare(plan: Plan, a: np.ndarray, b: np.ndarray):
 
 def multiply(plan: Plan, comm, state) -> np.ndarray:
     a, b = state
-    p = plan.mesh.sizes["x"]
     c = np.empty((a.shape[0], b.shape[1]), dtype=a.dtype)
+    return cannon_steps(comm, a, b, c, overlap=plan.overlap)
+
+
+def cannon_steps(comm, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, overlap: bool,
+                 a_axis: str = "y", b_axis: str = "x") -> np.ndarray:
+    """Cannon's p steps from the skewed start: ``c = sum_t A_t @ B_t``, returned in ``c``.
+
+    After each step but the last, A moves one place back along ``a_axis`` (left along the row)
+    and B one place back along ``b_axis`` (up the column); both rings have p ranks. ``a`` and
+    ``b`` are not modified. Shared with 2.5D Cannon, where every layer runs it on its K slice.
+    """
+    p = comm.mesh.sizes[a_axis]
     tmp = np.empty_like(c)
     a_bufs, b_bufs = (np.empty_like(a), np.empty_like(a)), (np.empty_like(b), np.empty_like(b))
     for t in range(p):
         comm.step = t
         if t == p - 1:
             comm.gemm(a, b, c, accumulate=t > 0, tmp=tmp)
-        elif plan.overlap:
-            next_a = comm.ishift(a, "y", -1, a_bufs[t % 2])
-            next_b = comm.ishift(b, "x", -1, b_bufs[t % 2])
+        elif overlap:
+            next_a = comm.ishift(a, a_axis, -1, a_bufs[t % 2])
+            next_b = comm.ishift(b, b_axis, -1, b_bufs[t % 2])
             comm.gemm(a, b, c, accumulate=t > 0, tmp=tmp, progress=(next_a, next_b))
             a, b = next_a.wait(), next_b.wait()
         else:
             comm.gemm(a, b, c, accumulate=t > 0, tmp=tmp)
-            a = comm.shift(a, "y", -1, a_bufs[t % 2])
-            b = comm.shift(b, "x", -1, b_bufs[t % 2])
+            a = comm.shift(a, a_axis, -1, a_bufs[t % 2])
+            b = comm.shift(b, b_axis, -1, b_bufs[t % 2])
     return c
 
 

@@ -55,11 +55,25 @@ def prepare(plan: Plan, a: np.ndarray, b: np.ndarray):
 
 def multiply(plan: Plan, comm, state) -> np.ndarray:
     a, b = state
-    npa, npb, panels = a.shape[0], b.shape[0], plan.params["panels"]
+    c = np.empty((a.shape[1], b.shape[2]), dtype=a.dtype)
+    return summa_panels(comm, a, b, c, overlap=plan.overlap)
+
+
+def summa_panels(comm, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, overlap: bool,
+                 a_axis: str = "y", b_axis: str = "x") -> np.ndarray:
+    """The SUMMA loop: ``c = sum_g A_g @ B_g`` over the K panels g, returned in ``c``.
+
+    ``a`` holds this rank's A panels (npa, m, w), the panels npa*j .. npa*(j+1)-1 of the rank at
+    coordinate j along ``a_axis``; ``b`` its B panels (npb, w, n), those of coordinate i along
+    ``b_axis`` likewise. Each panel is broadcast from its owner along that axis. Shared with
+    2.5D SUMMA, where it runs on every layer over the layer's K slice.
+    """
+    npa, npb = a.shape[0], b.shape[0]
+    panels = npa * comm.mesh.sizes[a_axis]
+    assert panels == npb * comm.mesh.sizes[b_axis], "A and B cut K into different panels"
     me = comm.mesh.coords
     a_bufs = (np.zeros_like(a[0]), np.zeros_like(a[0]))
     b_bufs = (np.zeros_like(b[0]), np.zeros_like(b[0]))
-    c = np.empty((a.shape[1], b.shape[2]), dtype=a.dtype)
     tmp = np.empty_like(c)
 
     def fetch(g):
@@ -67,11 +81,11 @@ def multiply(plan: Plan, comm, state) -> np.ndarray:
         comm.step = g
         col, ia = divmod(g, npa)
         row, ib = divmod(g, npb)
-        a_buf = a[ia] if me["y"] == col else a_bufs[g % 2]
-        b_buf = b[ib] if me["x"] == row else b_bufs[g % 2]
-        blocking = not plan.overlap
-        return (comm.ibcast(a_buf, col, "y", blocking=blocking),
-                comm.ibcast(b_buf, row, "x", blocking=blocking))
+        a_buf = a[ia] if me[a_axis] == col else a_bufs[g % 2]
+        b_buf = b[ib] if me[b_axis] == row else b_bufs[g % 2]
+        blocking = not overlap
+        return (comm.ibcast(a_buf, col, a_axis, blocking=blocking),
+                comm.ibcast(b_buf, row, b_axis, blocking=blocking))
 
     pending = fetch(0)
     for g in range(panels):

@@ -29,7 +29,7 @@ def test_json_record():
 DUMP_CASES = [
     ("cannon", 1, []), ("cannon", 9, []), ("cannon", 16, []),
     ("summa", 5, []), ("summa", 12, ["--grid", "3x4"]), ("summa", 7, ["--no-overlap"]),
-    ("summa3d", 8, []), ("summa25d", 8, ["--grid", "2,2,2"]), ("summa25d", 12, []),
+    ("summa3d", 8, []), ("summa25d", 8, ["--grid", "2,2,2"]), ("summa25d", 4, ["--grid", "2,2,1"]),
     ("cannon25d", 4, []), ("cannon25d", 8, ["--grid", "2,2,2"]),
     ("tesseract", 8, []), ("tesseract", 16, []),
     ("t10", 6, ["--fop", "2,1,3"]), ("t10", 12, ["--fop", "2,3,2"]), ("t10", 16, ["--fop", "4,1,4"]),

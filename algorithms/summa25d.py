@@ -1,0 +1,88 @@
+"""2.5D SUMMA (after Solomonik & Demmel 2011) on a p x p x d mesh, 1 <= d <= p, P = p^2 d
+(axes x = mesh row i, y = mesh column j, z = layer l).
+
+K is cut into d slices, one per layer, and every layer runs 2D SUMMA (algorithms.summa's panel
+loop, shared, not copied) over its slice: the owners broadcast A panels along the rows and B
+panels along the columns of the layer, and each rank accumulates a K-partial C block. A
+reduce-scatter along z then sums the d partials and leaves layer l with the l-th 1/d of the
+block's rows.
+
+Initial distribution (a design decision, not the textbook's): A and B start 2D-blocked within
+each layer with K split over the layers, A ``[i, l*p + j]`` and B ``[l*p + i, j]`` (block
+indices, z outer in the K split), so each rank holds 1/P of A and B like every other algorithm
+here and layer l already holds the K slice it works on. The textbook version starts with A and B
+on layer 0 and broadcasts them along z (d copies); that broadcast, and the d-fold memory, are
+not needed here. C ends 2D-blocked over (x, y) with each block's rows split over z.
+
+Cost per rank (words, square n): the layer SUMMA receives about 2 n^2 / (p d) (A and B panels
+of the layer's slice), the reduce-scatter sends (d-1)/d n^2/p^2. For fixed P this decreases with
+d as long as d <= P^(1/3), which d <= p guarantees, so the default grid is the one with the
+largest d. d = 1 is 2D SUMMA (no reduce-scatter); d = p is a 3D algorithm.
+
+Panel width ``panel`` (default: the layer's K slice / p, one panel per mesh column) must divide
+the per-rank K block; K is padded up to a multiple of d * p * panel. With overlap on, panel
+g+1's broadcasts are in flight during panel g's GEMM; the final reduce-scatter is blocking (no
+computation is left to hide it behind).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from layouts import parse_layout
+
+from . import summa
+from .plan import Plan, PlanError, ceil_to, check_grid, check_shape, exact_root
+
+NAME = "summa25d"
+WHAT = "a p x p x d grid with 1 <= d <= p (P = p*p*d ranks)"
+
+
+def grids(P: int) -> list[tuple[int, ...]]:
+    """Every (p, p, d) with p*p*d == P and 1 <= d <= p, largest d first (the cheapest)."""
+    out = []
+    for d in range(P, 0, -1):
+        p = exact_root(P // d, 2) if P % d == 0 else None
+        if p and d <= p:
+            out.append((p, p, d))
+    return out
+
+
+def plan(shape, P: int, *, grid=None, panel: int | None = None, overlap: bool = True) -> Plan:
+    M, K, N = check_shape(shape, NAME)
+    p, _, d = check_grid(NAME, P, grid, grids(P), WHAT)
+    if panel is not None and (not isinstance(panel, int) or panel < 1):
+        raise PlanError(f"{NAME}: panel width must be a positive integer, got {panel}")
+    w = panel or -(-K // (d * p))
+    kk = ceil_to(K, d * p * w) // (d * p)  # per-rank K block of A and B
+    m, n = ceil_to(M, p * d) // p, ceil_to(N, p) // p
+    from topology import AbstractMesh
+
+    return Plan(
+        NAME, (M, K, N), AbstractMesh((("x", p), ("y", p), ("z", d))),
+        A=parse_layout(f"({M},{K})/(({p}_x, {m}:{w}), ({d}_z, {p}_y, {kk // w}:{m * w}, {w}:1))"),
+        B=parse_layout(f"({K},{N})/(({d}_z, {p}_x, {kk}), ({p}_y, {n}))"),
+        C=parse_layout(f"({M},{N})/(({p}_x, {d}_z, {m // d}), ({p}_y, {n}))"),
+        params={"panel": w, "panels": p * kk // w},
+        overlap=overlap,
+    )
+
+
+def prepare(plan: Plan, a: np.ndarray, b: np.ndarray):
+    return summa.prepare(plan, a, b)  # the same panel-major A and row-panel B as 2D SUMMA
+
+
+def multiply(plan: Plan, comm, state) -> np.ndarray:
+    a, b = state
+    c = np.empty((a.shape[1], b.shape[2]), dtype=a.dtype)
+    c = summa.summa_panels(comm, a, b, c, overlap=plan.overlap)  # layer l: C over K slice l
+    comm.step = None
+    return comm.reduce_scatter(c, "z", dim=0)  # sum the layers; layer l keeps row piece l
+
+
+if __name__ == "__main__":
+    from bench.cli import main
+
+    sys.exit(main(["run", NAME, *sys.argv[1:]]))

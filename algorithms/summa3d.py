@@ -1,0 +1,101 @@
+"""3D SUMMA (Agarwal et al. 1995) on a p x p x p mesh, P = p^3 (axes z, y, x; coordinates l, j, i).
+
+Distributions (block indices; M, K, N padded up to M', K', N'):
+
+* A[m, k] at ``[i, j + l]``: M split by x; K split by z (outer) then y (inner), so rank (l, j, i)
+  holds A[i, l*p + j], one (M'/p) x (K'/p^2) block.
+* B[k, n] at ``[l, j + i]``: K split by z; N split by y (outer) then x (inner).
+* C[m, n] at ``[i, j + l]``: M split by x; N split by y (outer) then z (inner).
+
+Each rank holds 1/P of every matrix. Then:
+
+1. allgather A over y (along K): rank (l, j, i) has A[i, K slice l], M'/p x K'/p;
+2. allgather B over x (along N): it has B[K slice l, N block j], K'/p x N'/p;
+3. local GEMM: the K-partial product C_l[i, j], M'/p x N'/p;
+4. reduce-scatter over z along N: the sum over l of C_l[i, j], cut into p pieces along N, piece
+   l to the rank at z = l, which is exactly its C block [i, j*p + l].
+
+Sub-communicator ranks follow the coordinate along the axis, so the gathered pieces come in
+K order (y inner in A's K split) and N order (x inner in B's N split), and the z-rank l gets the
+l-th N piece (z inner in C's N split).
+
+Overlap: with ``overlap`` on, step 3 and 4 are pipelined as a ring reduce-scatter along z: the
+GEMM is cut into the p N pieces of step 4 (the x-pieces B's allgather delivered, so no copy);
+at step s rank l computes its part of piece (l - 1 - s) mod p while the running sum of the
+previous piece travels one place along the z ring, then adds the sum it received and passes it
+on; after p - 1 hops each piece has collected all p parts and sits on its owner. It sends the
+same bytes as the reduce-scatter, (p-1)/p of the partial C, in p - 1 messages, and only the
+first of the p GEMMs has nothing to hide behind. The two allgathers stay blocking. With
+``overlap`` off the steps run as written above, with blocking collectives.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from layouts import parse_layout
+
+from .plan import Plan, ceil_to, check_grid, check_shape, exact_root
+
+NAME = "summa3d"
+
+
+def grids(P: int) -> list[tuple[int, ...]]:
+    p = exact_root(P, 3)
+    return [(p, p, p)] if p else []
+
+
+def plan(shape, P: int, *, grid=None, overlap: bool = True) -> Plan:
+    M, K, N = check_shape(shape, NAME)
+    p, _, _ = check_grid(NAME, P, grid, grids(P), "a cube number of ranks (p x p x p)")
+    m, kk, nn = ceil_to(M, p) // p, ceil_to(K, p * p) // (p * p), ceil_to(N, p * p) // (p * p)
+    from topology import AbstractMesh
+
+    return Plan(
+        NAME, (M, K, N), AbstractMesh((("z", p), ("y", p), ("x", p))),
+        A=parse_layout(f"({M},{K})/(({p}_x, {m}), ({p}_z, {p}_y, {kk}))"),
+        B=parse_layout(f"({K},{N})/(({p}_z, {p * kk}), ({p}_y, {p}_x, {nn}))"),
+        C=parse_layout(f"({M},{N})/(({p}_x, {m}), ({p}_y, {p}_z, {nn}))"),
+        overlap=overlap,
+    )
+
+
+def prepare(plan: Plan, a: np.ndarray, b: np.ndarray):
+    return a, b
+
+
+def multiply(plan: Plan, comm, state) -> np.ndarray:
+    a, b = state
+    a = comm.allgather(a, "y", dim=1)  # A[i, K slice l]
+    if not plan.overlap:
+        b = comm.allgather(b, "x", dim=1)  # B[K slice l, N block j]
+        c = comm.gemm(a, b, np.empty((a.shape[0], b.shape[1]), dtype=a.dtype), accumulate=False)
+        return comm.reduce_scatter(c, "z", dim=1)  # C[i, j*p + l]
+    b = comm.allgather(b[None], "x", dim=0)  # the p N pieces of B[K slice l, N block j]
+    return _ring_reduce_scatter(comm, a, b)
+
+
+def _ring_reduce_scatter(comm, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Sum over z of ``a @ b[q]`` for this rank's piece q = l, each GEMM overlapping a hop."""
+    p, l = comm.mesh.sizes["z"], comm.mesh.coords["z"]
+    # zeros, not empty: a symbolic run (no GEMMs) still adds these, and must add finite values
+    parts = [np.zeros((a.shape[0], b.shape[2]), dtype=a.dtype) for _ in range(min(p, 2))]
+    inbox = np.zeros_like(parts[0])
+    sending = ()
+    for s in range(p):
+        comm.step = s
+        part = parts[s % 2]
+        comm.gemm(a, b[(l - 1 - s) % p], part, accumulate=False, progress=sending)
+        if sending:
+            part += sending[0].wait()  # the running sum of this piece from the rank behind
+        if s < p - 1:
+            sending = (comm.ishift(part, "z", 1, inbox),)
+    return part
+
+
+if __name__ == "__main__":
+    from bench.cli import main
+
+    sys.exit(main(["run", NAME, *sys.argv[1:]]))

@@ -1,0 +1,127 @@
+"""The cost model against measurement (issue 4), printed as a table.
+
+    .venv/bin/python scripts/model_accuracy.py [--profile results/profile.json] [--ranks 4,8,9]
+        [--repeat 3] [--trace-overhead] [--out results/model_accuracy.csv]
+
+Calibrates first (``mpiexec -n <cores> distmm calibrate``) unless --profile names an existing
+profile. Then, for every algorithm at every rank count it admits among --ranks and three shapes
+(square, tall-skinny, K-large), runs ``distmm run --json --profile`` and compares:
+- bytes: the bytes each rank counted against the model's schedule for that rank (ratio 1.000
+  expected for every algorithm, since both come from the same loop);
+- time: predicted / measured total, with the median |predicted / measured - 1| overall and the
+  worst per algorithm.
+With --trace-overhead it also times square runs with and without --trace.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from algorithms import ALGORITHMS, get  # noqa: E402
+from bench.machine import cores  # noqa: E402
+from bench.model import bytes_per_rank  # noqa: E402
+
+MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
+SHAPES = {"square": (2048, 2048, 2048), "tall-skinny": (8192, 1024, 512),
+          "K-large": (768, 8192, 768)}
+
+
+def launch(P: int, argv: list[str], timeout: int = 900) -> dict | None:
+    env = dict(os.environ, MPIEXEC_TIMEOUT=str(timeout))
+    r = subprocess.run([MPIEXEC, "-n", str(P), sys.executable, "-m", "bench.cli", *argv],
+                       capture_output=True, text=True, timeout=timeout + 30, env=env, cwd=ROOT)
+    if r.returncode != 0:
+        print(f"  failed ({r.returncode}): {' '.join(argv)}\n{r.stderr.strip()[-600:]}",
+              file=sys.stderr)
+        return None
+    if argv[0] == "calibrate":
+        return {}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--profile", default="results/profile.json")
+    p.add_argument("--ranks", default="4,8,9")
+    p.add_argument("--algos", default=",".join(ALGORITHMS))
+    p.add_argument("--shapes", default=",".join(SHAPES))
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--trace-overhead", action="store_true")
+    p.add_argument("--out", default="results/model_accuracy.csv")
+    args = p.parse_args()
+    profile = Path(args.profile)
+    if not profile.exists():
+        print(f"calibrating on {cores()} ranks -> {profile}", file=sys.stderr, flush=True)
+        profile.parent.mkdir(parents=True, exist_ok=True)
+        launch(cores(), ["calibrate", "--out", str(profile)])
+    rows = []
+    for P in (int(x) for x in args.ranks.split(",")):
+        for algo in args.algos.split(","):
+            module = get(algo)
+            if not module.grids(P):
+                continue
+            for name in args.shapes.split(","):
+                shape = SHAPES[name]
+                print(f"P={P} {algo} {name}", file=sys.stderr, flush=True)
+                r = launch(P, ["run", algo, "--shape", ",".join(map(str, shape)), "--json",
+                               "--repeat", str(args.repeat), "--profile", str(profile)])
+                if not r:
+                    continue
+                model_bytes = bytes_per_rank(module, module.plan(shape, P), np.float32)
+                counted = r["bytes_sent_per_rank"]
+                ratio = (sum(counted) / sum(model_bytes)) if sum(model_bytes) else 1.0
+                rows.append({"algo": algo, "P": P, "shape": name,
+                             "grid": "x".join(map(str, r["grid"])),
+                             "measured_s": r["seconds"], "predicted_s": r["predicted_seconds"],
+                             "pred/meas": r["predicted_seconds"] / r["seconds"],
+                             "bytes counted/model": ratio,
+                             "bytes equal per rank": counted == model_bytes})
+    table = pd.DataFrame(rows)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    table.to_csv(tmp, index=False)
+    os.replace(tmp, out)
+    with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
+        print(table.to_string(index=False))
+    err = (table["pred/meas"] - 1).abs()
+    print(f"\nruns: {len(table)}; bytes equal on every rank in {int(table['bytes equal per rank'].sum())}"
+          f" of {len(table)}; median |pred/meas - 1| = {err.median():.3f}")
+    worst = table.assign(err=err).groupby("algo")["err"].max()
+    print("worst |pred/meas - 1| per algorithm: "
+          + ", ".join(f"{a} {v:.3f}" for a, v in worst.items()))
+    if args.trace_overhead:
+        print("\ntracing overhead (square, median of runs):")
+        for P in (int(x) for x in args.ranks.split(",")):
+            for algo in ("summa", "cannon"):
+                if not get(algo).grids(P):
+                    continue
+                plain, traced = [], []
+                for _ in range(3):
+                    with tempfile.TemporaryDirectory() as d:
+                        base = ["run", algo, "--shape", "2048,2048,2048", "--json",
+                                "--repeat", str(args.repeat)]
+                        a = launch(P, base)
+                        b = launch(P, base + ["--trace", d + "/t"])
+                        if a and b:
+                            plain.append(a["seconds"])
+                            traced.append(b["seconds"])
+                if plain:
+                    ov = statistics.median(traced) / statistics.median(plain) - 1
+                    print(f"  P={P} {algo}: {statistics.median(plain):.4f} s plain, "
+                          f"{statistics.median(traced):.4f} s traced, overhead {ov * 100:+.1f}%")
+
+
+if __name__ == "__main__":
+    main()
