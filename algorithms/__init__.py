@@ -2,7 +2,7 @@
 
 Every module provides ``NAME``, ``grids(P)`` (the process grids it admits for P ranks),
 ``plan(shape, P, **options) -> Plan`` (validates and declares the A, B, C layouts),
-``prepare(plan, a, b)`` (arranges this rank's generated blocks, untimed) and
+``prepare(plan, a, b, coords)`` (arranges this rank's generated blocks, untimed) and
 ``multiply(plan, comm, state) -> C block`` (the timed SPMD loop).
 """
 

@@ -40,7 +40,7 @@ def plan(shape, P: int, *, grid=None, overlap: bool = True) -> Plan:
     )
 
 
-def prepare(plan: Plan, a: np.ndarray, b: np.ndarray):
+def prepare(plan: Plan, a: np.ndarray, b: np.ndarray, coords):
     return a, b
 
 

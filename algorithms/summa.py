@@ -47,7 +47,7 @@ def plan(shape, P: int, *, grid=None, panel: int | None = None, overlap: bool = 
     )
 
 
-def prepare(plan: Plan, a: np.ndarray, b: np.ndarray):
+def prepare(plan: Plan, a: np.ndarray, b: np.ndarray, coords):
     w = plan.params["panel"]
     a_panels = to_memory(plan.A, a).reshape(-1, a.shape[0], w)  # (panels, m, w), as laid out
     return a_panels, b.reshape(-1, w, b.shape[1])  # B's row panels are contiguous already

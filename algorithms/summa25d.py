@@ -70,8 +70,8 @@ def plan(shape, P: int, *, grid=None, panel: int | None = None, overlap: bool = 
     )
 
 
-def prepare(plan: Plan, a: np.ndarray, b: np.ndarray):
-    return summa.prepare(plan, a, b)  # the same panel-major A and row-panel B as 2D SUMMA
+def prepare(plan: Plan, a: np.ndarray, b: np.ndarray, coords):
+    return summa.prepare(plan, a, b, coords)  # the same panel-major A and row-panel B as 2D SUMMA
 
 
 def multiply(plan: Plan, comm, state) -> np.ndarray:

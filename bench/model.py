@@ -115,7 +115,7 @@ def schedule(module, plan, rank: int = 0, dtype=np.float32) -> list:
     a = np.zeros(plan.A.block_shape, dtype=dtype)
     b = np.zeros(plan.B.block_shape, dtype=dtype)
     comm = Comm(view, execute=False, compute=False)
-    module.multiply(plan, comm, module.prepare(plan, a, b))
+    module.multiply(plan, comm, module.prepare(plan, a, b, view.coords))
     return comm.events
 
 

@@ -177,7 +177,7 @@ def run_plan(module, plan, mesh, dtype, repeat: int, warmup: int, verify: str, t
     world = mesh.comm
     a = generate_block(plan.A, mesh.coords, SEED_A, dtype)
     b = generate_block(plan.B, mesh.coords, SEED_B, dtype)
-    state = module.prepare(plan, a, b)
+    state = module.prepare(plan, a, b, mesh.coords)
     comm = Comm(mesh, tracer=tracer)
     times, c = _timed(lambda: module.multiply(plan, comm, state), comm, world, warmup, repeat,
                       tracer)

@@ -54,13 +54,18 @@ def address_contributions(layout: TensorLayout, d: int) -> np.ndarray:
 
 
 def time_chunk(layout: TensorLayout, coords: Coords, step: int = 0) -> int:
-    """The Time chunk a device holds at ``step`` (0 when the layout has no Time axis)."""
+    """The Time chunk a device holds at ``step`` (the head of its window; 0 without Time)."""
+    return time_chunks(layout, coords, step)[0]
+
+
+def time_chunks(layout: TensorLayout, coords: Coords, step: int = 0) -> list[int]:
+    """The Time chunks a device holds at ``step``, head first ([0] without a Time axis)."""
     n = layout.time_size
     if n == 1:
-        return 0
+        return [0]
     if layout.rotation is None:
-        return step % n
-    return layout.rotation.chunk(coords, step, n)
+        return [step % n]
+    return layout.rotation.chunks(coords, step, n)
 
 
 def check_coords(layout: TensorLayout, coords: Coords) -> None:
@@ -92,12 +97,16 @@ def _key(layout: TensorLayout, coords: Coords) -> tuple[tuple[str, int], ...]:
 def _held(layout: TensorLayout, key: tuple[tuple[str, int], ...], step: int):
     coords = dict(key)
     target = {lv: coords[lv] for lv in layout.levels}
-    target["Time"] = time_chunk(layout, coords, step)
+    chunks = time_chunks(layout, coords, step)
+    target["Time"] = chunks[0]
     out = []
     for d in range(layout.ndim):
         contrib = level_contributions(layout, d)
         mask = np.ones(layout.padded_shape[d], dtype=bool)
         for lv, vec in contrib.items():
+            if lv == "Time" and len(chunks) > 1:  # a window: one Time factor, in this dim
+                mask &= np.isin(vec, chunks)
+                continue
             # This dim's part of the level index must be the part of the target it can hold:
             # decode the target into this dim's factors by masking with the other dims' digits.
             mask &= vec == _dim_part(layout, d, lv, target[lv])
@@ -124,21 +133,24 @@ def local_addresses(layout: TensorLayout) -> np.ndarray:
     dimension, go to these addresses of the device's local memory.
     """
     addr = np.zeros(layout.block_shape, dtype=np.int64)
-    held_dims = _memory_only_indices(layout)
-    for d, idx in enumerate(held_dims):
+    for d, idx in enumerate(_memory_only_indices(layout)):
         shape = [1] * layout.ndim
         shape[d] = idx.size
-        addr = addr + address_contributions(layout, d)[idx].reshape(shape)
+        part = address_contributions(layout, d)[idx]
+        time = level_contributions(layout, d).get("Time")
+        if time is not None and layout.window > 1:
+            part = part + time[idx] * layout.chunk_span  # slot of the chunk in the window
+        addr = addr + part.reshape(shape)
     return addr
 
 
 def _memory_only_indices(layout: TensorLayout) -> tuple[np.ndarray, ...]:
-    """Indices of device 0 at chunk 0: the memory digits in enumeration order."""
+    """Indices of device 0 at chunks 0..window-1: the memory digits in enumeration order."""
     out = []
     for d in range(layout.ndim):
         mask = np.ones(layout.padded_shape[d], dtype=bool)
-        for vec in level_contributions(layout, d).values():
-            mask &= vec == 0
+        for lv, vec in level_contributions(layout, d).items():
+            mask &= vec < layout.window if lv == "Time" else vec == 0
         out.append(np.flatnonzero(mask))
     return tuple(out)
 

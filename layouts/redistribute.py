@@ -104,6 +104,11 @@ def _placement(layout: TensorLayout, am: AbstractMesh) -> _Placement:
     for combo in itertools.product(*(range(am.sizes[lv]) for lv in free)):
         r = sum(offset[lv] * c for lv, c in zip(free, combo)) % n_time
         solutions[r].append(sum(strides[lv] * c for lv, c in zip(free, combo)))
+    # A window of W chunks: a device whose head is residue r - w (0 <= w < W) holds residue r.
+    window = layout.window
+    if window > 1:
+        solutions = [sorted({o for w in range(window) for o in solutions[(r - w) % n_time]})
+                     for r in range(n_time)]
     # Replicated levels: every coordinate holds a copy (P@ levels: coordinate 0 only).
     repl = layout.replicated_levels(am.names)
     copies = np.array([sum(strides[lv] * c for lv, c in zip(repl, combo)) for combo in

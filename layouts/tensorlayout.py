@@ -8,7 +8,7 @@ Grammar (whitespace is free)::
     factor   := INT ["_" NAME] [":" INT]                    # n:s | n_LEVEL | n_LEVEL:s | n_Time
     suffix   := "B@[" names "]"                             # explicit broadcast (replication)
               | "P@[" names "]"                             # partial sum along these levels
-              | "R@[" offset ["," "pace=" INT] "]"          # rotation of the Time axis
+              | "R@[" offset ["," "pace=" INT] ["," "window=" INT] "]"   # Time axis rotation
     offset   := term (("+" | "-") term)*,  term := [INT "*"] NAME
 
 A dimension index decomposes in mixed radix over its factors, first factor most significant.
@@ -16,6 +16,8 @@ Memory factors give the local address (sum of digit * stride); device factors gi
 index on their level (sum of digit * stride over that level's factors); the ``Time`` factors give
 the temporal chunk a device holds at a step. With a rotation ``R@[x + y, pace=k]`` a device at
 mesh coordinates c holds, at step t, Time chunk ``(x_c + y_c + k t) mod n_Time`` (Cannon's skew).
+With ``window=W`` it holds W consecutive chunks from that one (a T10 core's window of a rotating
+tensor); its local memory then has one chunk-sized slot per held chunk, in increasing chunk order.
 """
 
 from __future__ import annotations
@@ -64,13 +66,21 @@ class Factor:
 
 @dataclass(frozen=True)
 class Rotation:
-    """Time-axis rotation: chunk at step t = (sum(coef * coord[level]) + pace * t) mod n_Time."""
+    """Time-axis rotation: at step t a device holds ``window`` consecutive chunks starting at
+    (sum(coef * coord[level]) + pace * t) mod n_Time (the head)."""
 
     offset: tuple[tuple[str, int], ...]
     pace: int = 1
+    window: int = 1
 
     def chunk(self, coords: Mapping[str, int], step: int, n_time: int) -> int:
+        """The head chunk."""
         return (sum(c * coords[lv] for lv, c in self.offset) + self.pace * step) % n_time
+
+    def chunks(self, coords: Mapping[str, int], step: int, n_time: int) -> list[int]:
+        """The window's chunks, head first."""
+        head = self.chunk(coords, step, n_time)
+        return [(head + w) % n_time for w in range(self.window)]
 
 
 @dataclass(frozen=True)
@@ -116,15 +126,26 @@ class TensorLayout:
     def time_size(self) -> int:
         return math.prod(f.size for f in self._factors() if f.is_time)
 
+    @property
+    def window(self) -> int:
+        """Time chunks a device holds at once (the rotation's window; 1 without one)."""
+        return self.rotation.window if self.rotation is not None else 1
+
     @cached_property
     def block_shape(self) -> tuple[int, ...]:
-        """Elements per dimension that one device holds at one step."""
-        return tuple(math.prod(f.size for f in dim if f.is_memory) for dim in self.dims)
+        """Elements per dimension that one device holds at one step (a window's chunks too)."""
+        return tuple(math.prod(f.size for f in dim if f.is_memory)
+                     * (self.window if any(f.is_time for f in dim) else 1) for dim in self.dims)
+
+    @cached_property
+    def chunk_span(self) -> int:
+        """Addresses one Time chunk needs: the span of the memory strides."""
+        return 1 + sum((f.size - 1) * f.stride for f in self._factors() if f.is_memory)
 
     @cached_property
     def local_size(self) -> int:
-        """Addresses one device needs: the span of the memory strides."""
-        return 1 + sum((f.size - 1) * f.stride for f in self._factors() if f.is_memory)
+        """Addresses one device needs: a chunk's span for each chunk of the window."""
+        return self.chunk_span * self.window
 
     @property
     def is_padded(self) -> bool:
@@ -255,6 +276,17 @@ class TensorLayout:
                 raise _Invalid("R@[...] rotates the Time axis, but no factor is a Time axis")
             if self.rotation.pace < 1:
                 raise _Invalid("the rotation pace must be a positive integer")
+            if not 1 <= self.rotation.window <= self.time_size:
+                raise _Invalid(f"the rotation window must be between 1 and the Time axis size "
+                               f"{self.time_size}")
+            if self.rotation.window > 1:
+                time_dims = [d for d, dim in enumerate(self.dims) if any(f.is_time for f in dim)]
+                dim = self.dims[time_dims[0]]
+                first_time = next(k for k, f in enumerate(dim) if f.is_time)
+                if len(time_dims) > 1 or sum(f.is_time for f in dim) > 1 or any(
+                        f.is_memory for f in dim[:first_time]):
+                    raise _Invalid("a rotation window needs a single Time factor, outside every "
+                                   "memory factor of its dimension")
             names = [lv for lv, _ in self.rotation.offset]
             if len(set(names)) != len(names):
                 raise _Invalid("a level appears twice in the rotation offset")
@@ -304,6 +336,8 @@ def format_layout(layout: TensorLayout) -> str:
         body += "; R@[" + _format_offset(layout.rotation.offset)
         if layout.rotation.pace != 1:
             body += f", pace={layout.rotation.pace}"
+        if layout.rotation.window != 1:
+            body += f", window={layout.rotation.window}"
         body += "]"
     text = "(" + body + ")"
     padded = tuple(math.prod(f.size for f in dim) for dim in layout.dims)
@@ -472,14 +506,20 @@ class _Parser:
                 sign = 1 if self.take() == "+" else -1
                 continue
             break
-        pace = 1
-        if self.peek()[1] == ",":
+        options = {"pace": 1, "window": 1}
+        given: set[str] = set()
+        while self.peek()[1] == ",":
             self.take(",")
-            self.take("pace")
+            k, name, pos = self.peek()
+            if name not in options or name in given:
+                raise LayoutError(self.text, f"expected pace= or window= (each once) at position "
+                                             f"{pos}, found {name or 'the end'!r}")
+            self.take(name)
             self.take("=")
-            pace = self.integer()
+            options[name] = self.integer()
+            given.add(name)
         self.take("]")
-        into["R"] = Rotation(tuple(terms), pace)
+        into["R"] = Rotation(tuple(terms), options["pace"], options["window"])
 
 
 @lru_cache(maxsize=4096)

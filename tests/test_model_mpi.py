@@ -30,7 +30,7 @@ def test_symbolic_schedule_equals_executed(name):
         a = generate_block(plan.A, mesh.coords, 1, np.float64)
         b = generate_block(plan.B, mesh.coords, 2, np.float64)
         comm = Comm(mesh)
-        module.multiply(plan, comm, module.prepare(plan, a, b))
+        module.multiply(plan, comm, module.prepare(plan, a, b, mesh.coords))
         mesh.free()
         model = schedule(module, plan, world.Get_rank(), np.float64)
         strip = lambda evs: [(e.kind, e.axes, e.group, e.nbytes, e.sent, e.shape) for e in evs]  # noqa: E731

@@ -196,6 +196,8 @@ CANONICAL = [
     ("((2_r, 3_Time, 2), (3_c, 2); R@[r+c])", "((2_r, 3_Time, 2:2), (3_c, 2:1); R@[r + c])"),
     ("((3_Time, 4), (3_c, 2); R@[-r + 2*c, pace=2])",
      "((3_Time, 4:2), (3_c, 2:1); R@[-r + 2*c, pace=2])"),
+    ("((2_m, 3), (6_Time, 2); R@[3*m + 2*n, window=3, pace=2])",
+     "((2_m, 3:2), (6_Time, 2:1); R@[3*m + 2*n, pace=2, window=3])"),
     ("((3_Time, 4), (2); R@[r - 1*c, pace=1])", "((3_Time, 4:2), (2:1); R@[r - c])"),
     ("((2_Time:1, 2, 2_Time:2), (2))", "((2_Time:1, 2:2, 2_Time:2), (2:1))"),
 ]
@@ -246,7 +248,7 @@ INVALID = [
     ("((2_Time, 3), (4); R@[x + x])", "appears twice in the rotation"),
     ("((2_Time, 3), (4); R@[Time])", "cannot use level Time"),
     ("((2_Time, 3), (4); R@[x]; R@[y])", "given twice"),
-    ("((2_Time, 3), (4); R@[x, speed=2])", "expected 'pace'"),
+    ("((2_Time, 3), (4); R@[x, speed=2])", "expected pace= or window="),
     ("((2_Time, 3), (4); B@[x]; R@[x])", "cannot use level x"),
     ("((4_, 3:8), (8:1))", "expected a name"),
     ("((4_PE, 3:), (8:1))", "expected a number"),
