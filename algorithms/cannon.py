@@ -59,8 +59,9 @@ def cannon_steps(comm, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, overlap: 
     ``b`` are not modified. Shared with 2.5D Cannon, where every layer runs it on its K slice.
     """
     p = comm.mesh.sizes[a_axis]
-    tmp = np.empty_like(c)
-    a_bufs, b_bufs = (np.empty_like(a), np.empty_like(a)), (np.empty_like(b), np.empty_like(b))
+    tmp = comm.scratch("cannon.tmp", c)
+    a_bufs = (comm.scratch("cannon.a0", a), comm.scratch("cannon.a1", a))
+    b_bufs = (comm.scratch("cannon.b0", b), comm.scratch("cannon.b1", b))
     for t in range(p):
         comm.step = t
         if t == p - 1:

@@ -89,8 +89,18 @@ class Comm:
         self.tracer = tracer
         self.events: list[Event] = []
         self.step: int | None = None
+        self._scratch: dict = {}
 
     # -- bookkeeping ------------------------------------------------------------------------
+    def scratch(self, name: str, like: np.ndarray) -> np.ndarray:
+        """A work buffer shaped like ``like``, allocated once per (name, shape, dtype) and
+        reused by later multiplications: fresh buffers would page-fault on every run."""
+        key = (name, like.shape, like.dtype.str)
+        buf = self._scratch.get(key)
+        if buf is None:
+            buf = self._scratch[key] = np.zeros_like(like)
+        return buf
+
     def reset(self) -> None:
         self.events = []
         self.step = None

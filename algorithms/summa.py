@@ -72,9 +72,9 @@ def summa_panels(comm, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, overlap: 
     panels = npa * comm.mesh.sizes[a_axis]
     assert panels == npb * comm.mesh.sizes[b_axis], "A and B cut K into different panels"
     me = comm.mesh.coords
-    a_bufs = (np.zeros_like(a[0]), np.zeros_like(a[0]))
-    b_bufs = (np.zeros_like(b[0]), np.zeros_like(b[0]))
-    tmp = np.empty_like(c)
+    a_bufs = (comm.scratch("summa.a0", a[0]), comm.scratch("summa.a1", a[0]))
+    b_bufs = (comm.scratch("summa.b0", b[0]), comm.scratch("summa.b1", b[0]))
+    tmp = comm.scratch("summa.tmp", c)
 
     def fetch(g):
         """Start the broadcasts of panel g from the mesh column / row that owns it."""

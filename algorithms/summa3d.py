@@ -82,7 +82,7 @@ def _ring_reduce_scatter(comm, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     p, l = comm.mesh.sizes["z"], comm.mesh.coords["z"]
     # zeros, not empty: a symbolic run (no GEMMs) still adds these, and must add finite values
     parts = [np.zeros((a.shape[0], b.shape[2]), dtype=a.dtype) for _ in range(min(p, 2))]
-    inbox = np.zeros_like(parts[0])
+    inbox = comm.scratch("summa3d.inbox", parts[0])
     sending = ()
     for s in range(p):
         comm.step = s

@@ -169,7 +169,7 @@ class _Ring:
         """Send the first rp units one place back along the ring and receive the next core's;
         units the receiver has already held (all of them on a ring of one) are not sent."""
         for j in range(min(rp, self.units - self.held)):
-            out = self.spare.pop() if self.spare else self._new(self.window[j])
+            out = self.spare.pop() if self.spare else self._new(comm, self.window[j])
             if blocking:
                 p = Pending(result=comm.shift(self.window[j], self.axis, -1, out))
             else:
@@ -191,8 +191,8 @@ class _Ring:
             if id(unit) in self.owned and not any(unit is g for _, g in got):
                 self.spare.append(unit)
 
-    def _new(self, like: np.ndarray) -> np.ndarray:
-        buf = np.empty_like(like)
+    def _new(self, comm, like: np.ndarray) -> np.ndarray:
+        buf = comm.scratch(f"t10.{self.axis}.{len(self.owned)}", like)
         self.owned.add(id(buf))
         return buf
 
@@ -203,7 +203,7 @@ def multiply(plan: Plan, comm, state) -> np.ndarray:
     A = _Ring(a_window, "n", L)  # A[a, c] rotates among the F_n cores along n
     B = _Ring(b_window, "m", L)  # B[c, b] among the F_m cores along m
     c = np.empty((a_window[0].shape[0], b_window[0].shape[1]), dtype=a_window[0].dtype)
-    tmp = np.empty_like(c)
+    tmp = comm.scratch("t10.tmp", c)
     for t in range(steps):
         comm.step = t
         units = list(zip(A.head(rp), B.head(rp)))  # the same rp K units of A and of B
