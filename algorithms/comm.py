@@ -36,7 +36,7 @@ from topology import Mesh
 class Event:
     """One entry of the schedule a rank executed."""
 
-    kind: str  # shift | bcast | allgather | reduce_scatter | allreduce | reduce | alltoall | gemm
+    kind: str  # shift | bcast | allgather | reduce_scatter | allreduce | gemm | copy | wait
     axes: tuple[str, ...] = ()
     group: int = 1  # ranks taking part (1 for a GEMM)
     nbytes: int = 0  # payload: the buffer (for allgather: this rank's piece)
@@ -215,6 +215,7 @@ class Comm:
                 self.mesh.sub(*axes).Allgather(np.ascontiguousarray(buf), out)
         if dim == 0:
             return out.reshape((g * buf.shape[0],) + buf.shape[1:])
+        self._record(kind="copy", nbytes=out.nbytes)  # concatenating along dim is a local copy
         if not self.execute:
             shape = list(buf.shape)
             shape[dim] *= g
@@ -230,6 +231,8 @@ class Comm:
         part = buf.nbytes // g
         self._record(kind="reduce_scatter", axes=axes, group=g, nbytes=buf.nbytes,
                      sent=part * (g - 1), messages=g - 1)
+        if dim != 0:
+            self._record(kind="copy", nbytes=buf.nbytes)  # packing the pieces contiguously
         if not self.execute:
             shape = list(buf.shape)
             shape[dim] //= g

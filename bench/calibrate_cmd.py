@@ -3,9 +3,12 @@
 OSU-style: warm-up iterations are not timed, a barrier precedes each timed batch, many iterations
 per size, times are per operation, min / avg / max across ranks, rank 0 prints. Measured:
 point-to-point latency and bandwidth (ping-pong between ranks 0 and 1, separate fits below and
-above the eager limit), the collectives the algorithms use on the whole job, and single-core GEMM
-rates at the tile shapes the algorithms produce. Calibrate with no more ranks than cores:
-oversubscribed timings mostly measure time slicing (the model accounts for that separately).
+above the eager limit), the collectives the algorithms use on the whole job, single-core GEMM
+rates over a grid of tile shapes (through the kernel path the algorithms use), and, when there
+are more ranks than cores, how efficiently the cores time-slice GEMMs of several ranks. Ranks
+not being measured wait in a sleeping barrier so that they leave the cores alone. Point-to-point
+and GEMM numbers are then clean at any rank count; collectives on an oversubscribed job measure
+time slicing too (which is what runs of that size see).
 """
 
 from __future__ import annotations
@@ -23,9 +26,7 @@ from .model import COMM_KINDS, EAGER_LIMIT, Profile, collective_formula
 
 P2P_SIZES = [1 << s for s in range(0, 25, 2)]  # 1 B .. 16 MiB
 COLL_SIZES = [1 << s for s in range(10, 25, 2)]  # 1 KiB .. 16 MiB
-GEMM_SHAPES = [(n, n, n) for n in (128, 256, 384, 512, 768, 1024, 1536, 2048)] + [
-    (1024, 128, 1024), (1536, 256, 1536), (768, 1536, 768), (512, 2048, 512), (1536, 96, 1536),
-    (2048, 512, 256), (256, 512, 2048), (3072, 384, 768), (768, 384, 3072)]
+GEMM_GRID = (96, 320, 1024, 3072)  # m, k and n of the GEMM shapes timed (a 4 x 4 x 4 grid)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -53,7 +54,7 @@ def pingpong(world, quick: bool) -> list[tuple[int, float]]:
         buf = np.zeros(n, dtype=np.uint8)
         warm, iters = _iters(n, quick)
         elapsed = 0.0
-        world.Barrier()
+        sleep_until_all(world)
         if rank < 2:
             other = 1 - rank
             for i in range(warm + iters):
@@ -66,6 +67,7 @@ def pingpong(world, quick: bool) -> list[tuple[int, float]]:
                     world.Recv(buf, source=other, tag=1)
                     world.Send(buf, dest=other, tag=1)
             elapsed = (_now() - t0) / iters / 2
+        sleep_until_all(world)
         out.append((n, world.bcast(elapsed, root=0)))
     return out
 
@@ -121,29 +123,105 @@ def collectives(world, quick: bool) -> dict[str, list[list[float]]]:
 
 
 def gemm_rates(world, quick: bool, cores: int) -> dict[str, list[list[float]]]:
-    """{dtype: [[m, k, n, seconds]]}: one core per rank, at most `cores` ranks at once."""
+    """{dtype: [[m, k, n, seconds]]} over the GEMM_GRID shapes, timed through the same kernel
+    path the communication layer uses (GEMM into a scratch tile, then accumulate): one core per
+    rank, at most `cores` ranks at once, each shape repeated for about 20 ms."""
+    from algorithms.comm import _gemm_rows
+
     rank = world.Get_rank()
-    shapes = GEMM_SHAPES[::3] if quick else GEMM_SHAPES
+    grid = GEMM_GRID[::2] if quick else GEMM_GRID
     out: dict[str, list] = {}
     for dtype in ("float32", "float64"):
         rows = []
-        for m, k, n in shapes:
-            t = 0.0
-            world.Barrier()
-            if rank < cores:
-                a = np.ones((m, k), dtype=dtype)
-                b = np.ones((k, n), dtype=dtype)
-                c = np.empty((m, n), dtype=dtype)
-                np.matmul(a, b, out=c)  # warm-up (the first call can be 10x slower)
-                reps = 2 if quick else max(3, int(2e9 / (2 * m * k * n)))
-                t0 = _now()
-                for _ in range(reps):
-                    np.matmul(a, b, out=c)
-                t = (_now() - t0) / reps
-            ts = [x for x in world.allgather(t) if x > 0]
-            rows.append([m, k, n, float(np.median(ts))])
+        for m in grid:
+            for k in grid:
+                for n in grid:
+                    t = 0.0
+                    sleep_until_all(world)
+                    if rank < cores:
+                        a, b = np.ones((m, k), dtype), np.ones((k, n), dtype)
+                        c, tmp = np.zeros((m, n), dtype), np.zeros((m, n), dtype)
+                        _gemm_rows(a, b, c, True, tmp)  # warm-up
+                        reps = 1 if quick else max(2, min(50, int(2e9 / (2 * m * k * n))))
+                        t0 = _now()
+                        for _ in range(reps):
+                            _gemm_rows(a, b, c, True, tmp)
+                        t = (_now() - t0) / reps
+                    sleep_until_all(world)
+                    ts = [x for x in world.allgather(t) if x > 0]
+                    rows.append([m, k, n, float(np.median(ts))])
         out[dtype] = rows
     return out
+
+
+def copy_bandwidth(world, cores: int) -> float:
+    """Bytes per second one core copies between two 16 MiB arrays (one rank per core)."""
+    src = np.ones(1 << 22, np.float32)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    t = 0.0
+    sleep_until_all(world)
+    if world.Get_rank() < cores:
+        t0 = _now()
+        for _ in range(10):
+            np.copyto(dst, src)
+        t = (_now() - t0) / 10
+    sleep_until_all(world)
+    return src.nbytes / float(np.median([x for x in world.allgather(t) if x > 0]))
+
+
+def sleep_until_all(world) -> None:
+    """A barrier that sleeps instead of polling, so waiting ranks leave the cores to the
+    ranks being measured (MPI's own barrier spins, or yields, which still takes cycles)."""
+    import time
+
+    req = world.Ibarrier()
+    while not req.Test():
+        time.sleep(0.005)
+
+
+def oversubscription(world, cores: int, quick: bool) -> list[list[float]]:
+    """[[ranks per core, efficiency]] as a run sees it: every rank does the same GEMMs between
+    MPI barriers (waiting ranks poll or yield in MPI, taking cycles from working ones), timed
+    barrier to barrier; efficiency = time with one rank per core x ranks per core / that time.
+    Empty when the job has no more ranks than cores."""
+    from algorithms.comm import _gemm_rows
+
+    P, rank = world.Get_size(), world.Get_rank()
+    if P <= cores:
+        return []
+    n = 512 if quick else 1024
+    a, b = np.ones((n, n), np.float32), np.ones((n, n), np.float32)
+    c, tmp = np.zeros((n, n), np.float32), np.zeros((n, n), np.float32)
+    _gemm_rows(a, b, c, True, tmp)
+    reps = 2 if quick else 6
+
+    def alone() -> float:
+        """One rank per core working, the others asleep (not polling)."""
+        sleep_until_all(world)
+        span = None
+        if rank < cores:
+            t0 = _now()
+            for _ in range(reps):
+                _gemm_rows(a, b, c, True, tmp)
+            span = (t0, _now())
+        sleep_until_all(world)
+        spans = [x for x in world.allgather(span) if x is not None]
+        return (max(e for _, e in spans) - min(s for s, _ in spans)) / reps
+
+    def shared() -> float:
+        """Every rank working, between MPI barriers, as in a run."""
+        world.Barrier()
+        t0 = _now()
+        for _ in range(reps):
+            _gemm_rows(a, b, c, True, tmp)
+        world.Barrier()
+        return world.bcast((_now() - t0) / reps, root=0)
+
+    alone_s = min(alone() for _ in range(2))
+    shared_s = min(shared() for _ in range(2))
+    per_core = P / cores
+    return [[1.0, 1.0], [per_core, alone_s * per_core / shared_s]]
 
 
 def main(args) -> int:
@@ -195,12 +273,24 @@ def main(args) -> int:
             + ", ".join(f"{k} {v:.2f}" for k, v in factors.items()))
 
     gemm = gemm_rates(world, args.quick, facts["cores"])
-    say("\n# GEMM, one core per rank")
+    say("\n# GEMM + accumulate (C += A @ B), one core per rank")
     say(f"{'m':>6} {'k':>6} {'n':>6} {'float32 [GFLOP/s]':>18} {'float64 [GFLOP/s]':>18}")
     for r32, r64 in zip(gemm["float32"], gemm["float64"]):
         m, k, n = r32[:3]
         fl = 2 * m * k * n / 1e9
         say(f"{m:>6} {k:>6} {n:>6} {fl / r32[3]:>18.1f} {fl / r64[3]:>18.1f}")
+
+    copy_bw = copy_bandwidth(world, facts["cores"])
+    say(f"\n# local copy: {copy_bw / 1e9:.2f} GB/s per core (16 MiB arrays)")
+    shared = oversubscription(world, facts["cores"], args.quick)
+    if shared:
+        say("\n# GEMM with several ranks per core, barrier to barrier (time slicing)")
+        say(f"{'ranks/core':>10} {'efficiency':>11}")
+        for per_core, eff in shared:
+            say(f"{per_core:>10.0f} {eff:>11.3f}")
+    else:
+        say(f"\n# (run with more ranks than the {facts['cores']} cores to also measure time "
+            f"slicing; the model assumes perfect time slicing until then)")
 
     profile = {
         "machine": {"host": platform.node(), "processor": platform.processor() or platform.machine(),
@@ -210,6 +300,7 @@ def main(args) -> int:
                 "large": {"alpha": large[0], "beta": large[1]},
                 "eager_limit": EAGER_LIMIT, "table": [[n, t] for n, t in pp]},
         "collectives": coll, "collective_factor": factors, "gemm": gemm,
+        "oversubscription": shared, "copy_bandwidth": copy_bw,
     }
     if rank == 0:
         tmp = out.with_name(f".{out.name}.tmp")

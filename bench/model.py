@@ -41,6 +41,8 @@ class Profile:
     beta_large: float
     gemm: dict = field(default_factory=dict)  # dtype -> [[m, k, n, seconds], ...]
     collective_factor: dict = field(default_factory=dict)  # kind -> measured / formula
+    shared_efficiency: tuple = ()  # ((ranks per core, efficiency), ...) from calibration
+    copy_bandwidth: float = 5e9  # bytes/s one core copies (read + write counted once)
     cores: int = 1
     meta: dict = field(default_factory=dict)
 
@@ -58,11 +60,23 @@ class Profile:
             return cls(alpha=p2p["small"]["alpha"], beta=p2p["small"]["beta"],
                        alpha_large=p2p["large"]["alpha"], beta_large=p2p["large"]["beta"],
                        gemm=data["gemm"], collective_factor=data.get("collective_factor", {}),
+                       shared_efficiency=tuple(map(tuple, data.get("oversubscription", []))),
+                       copy_bandwidth=float(data.get("copy_bandwidth", 5e9)),
                        cores=int(data["machine"]["cores"]), meta=data.get("machine", {}))
         except (KeyError, TypeError) as err:
             raise ProfileError(f"profile {path} lacks {err} (re-run distmm calibrate)") from None
 
     # -- prices ---------------------------------------------------------------------------
+    def slowdown(self, ranks_per_node: int) -> float:
+        """How much longer a rank's work takes when ranks share cores: ranks per core divided by
+        the measured time-slicing efficiency (interpolated; 1 rank per core or fewer: 1)."""
+        per_core = ranks_per_node / self.cores
+        if per_core <= 1:
+            return 1.0
+        pts = sorted(self.shared_efficiency) or [(1.0, 1.0)]
+        xs, ys = [1.0] + [p[0] for p in pts], [1.0] + [p[1] for p in pts]
+        return per_core / float(np.interp(per_core, xs, ys))
+
     def p2p(self, nbytes: int) -> float:
         if nbytes < EAGER_LIMIT:
             return self.alpha + nbytes * self.beta
@@ -72,17 +86,48 @@ class Profile:
         return collective_formula(kind, nbytes, g, self) * self.collective_factor.get(kind, 1.0)
 
     def gemm_seconds(self, m: int, k: int, n: int, dtype: str) -> float:
-        """Seconds for one (m, k, n) GEMM on one core: the rate measured at the nearest size."""
-        table = self.gemm.get(dtype) or self.gemm.get("float32")
-        if not table:
-            raise ProfileError(f"profile has no GEMM rates for {dtype}")
-        flops = 2.0 * m * k * n
-        # nearest measured shape in log space over (m, k, n)
-        def dist(row):
-            return sum(math.log(max(a, 1) / max(b, 1)) ** 2 for a, b in zip(row[:3], (m, k, n)))
-        row = min(table, key=dist)
-        rate = 2.0 * row[0] * row[1] * row[2] / row[3]
-        return flops / rate
+        """Seconds for one C += A @ B of shape (m, k, n) on one core: the calibrated seconds per
+        flop, interpolated linearly in log(m), log(k), log(n) over the measured grid (clamped
+        at its edges)."""
+        grid, table = self._gemm_grid(dtype)
+        point = []
+        for axis, x in zip(grid, (m, k, n)):
+            logs = np.log(axis)
+            lx = min(max(math.log(max(x, 1)), logs[0]), logs[-1])
+            i = int(np.clip(np.searchsorted(logs, lx) - 1, 0, len(axis) - 2)) if len(axis) > 1 else 0
+            w = (lx - logs[i]) / (logs[i + 1] - logs[i]) if len(axis) > 1 else 0.0
+            point.append((i, w))
+        per_flop = 0.0
+        for corner in range(8):
+            weight, idx = 1.0, []
+            for axis_no, (i, w) in enumerate(point):
+                up = (corner >> axis_no) & 1
+                if len(grid[axis_no]) == 1:
+                    if up:
+                        weight = 0.0
+                    idx.append(0)
+                    continue
+                weight *= w if up else 1 - w
+                idx.append(i + up)
+            if weight:
+                per_flop += weight * table[tuple(idx)]
+        return 2.0 * m * k * n * per_flop
+
+    def _gemm_grid(self, dtype: str):
+        cache = self.__dict__.setdefault("_grids", {})
+        if dtype not in cache:
+            rows = self.gemm.get(dtype) or self.gemm.get("float32")
+            if not rows:
+                raise ProfileError(f"profile has no GEMM rates for {dtype}")
+            axes = [sorted({r[i] for r in rows}) for i in range(3)]
+            table = np.full([len(a) for a in axes], np.nan)
+            for m, k, n, sec in rows:
+                table[axes[0].index(m), axes[1].index(k), axes[2].index(n)] = sec / (2.0 * m * k * n)
+            if np.isnan(table).any():
+                raise ProfileError("profile's GEMM table is not a full m x k x n grid "
+                                   "(re-run distmm calibrate)")
+            cache[dtype] = (axes, table)
+        return cache[dtype]
 
 
 def collective_formula(kind: str, n: int, g: int, prof: Profile) -> float:
@@ -140,7 +185,7 @@ class Prediction:
 
 def predict(events, profile: Profile, dtype: str, ranks_per_node: int) -> Prediction:
     """Walk one rank's schedule; see the module docstring for the rules."""
-    slow = max(1.0, ranks_per_node / profile.cores)
+    slow = profile.slowdown(ranks_per_node)
     overlap = slow <= 1.0
     t = channel = 0.0
     done: dict[int, float] = {}
@@ -150,6 +195,10 @@ def predict(events, profile: Profile, dtype: str, ranks_per_node: int) -> Predic
             d = profile.gemm_seconds(*e.shape, dtype) * slow
             t += d
             phases["gemm"] += d
+        elif e.kind == "copy":
+            d = e.nbytes / profile.copy_bandwidth * slow
+            t += d
+            phases["copy"] += d
         elif e.kind == "wait":
             end = max(done.get(j, t) for j in e.waits)
             if end > t:
