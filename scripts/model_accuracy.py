@@ -56,7 +56,7 @@ def main() -> None:
     p.add_argument("--ranks", default="4,8,9")
     p.add_argument("--algos", default=",".join(ALGORITHMS))
     p.add_argument("--shapes", default=",".join(SHAPES))
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--trace-overhead", action="store_true")
     p.add_argument("--out", default="results/model_accuracy.csv")
     args = p.parse_args()
