@@ -246,7 +246,10 @@ def stated_cost(algo: str, shape, P: int, grid, profile: Profile, word: int) -> 
         words = (c - 1) / c * (2 * n * n / P + n * n / P ** (2 / 3))
         return {"seconds": 3 * a * lg(c) + words * b, "words_per_rank": words,
                 "formula": "3 alpha log cbrt(P) + (cbrt(P)-1)/cbrt(P) (2n^2/P + n^2/P^(2/3)) beta",
-                "note": ""}
+                "note": "undercounts: each of the two allgathers and the reduce-scatter moves "
+                        "(p-1)/p n^2/p^2 = (p-1)/p n^2/P^(2/3) words per rank, so the schedule "
+                        "counts 3 (p-1)/p n^2/P^(2/3); the stated 2n^2/P allgather term is p "
+                        "times too small (counted/stated = 3p/(p+2))"}
     if algo in ("summa25d", "cannon25d"):
         p, _, d = grid if len(grid) == 3 else (grid[0], grid[1], 1)
         words = 2 * n * n / (p * d) + 2 * (d - 1) * n * n / d
