@@ -414,10 +414,11 @@ def test_generate_block_matches_global_matrix(text, seed):
 
 
 LAYOUT_CHARS = st.sampled_from(list("()[],:_;@/+-*= 0123456789") + ["PE", "Time", "B@[", "R@[",
-                                                                    "P@[", "pace=", "x", "\t"])
+                                                                    "P@[", "pace=", "window=",
+                                                                    "x", "\t"])
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=3000, deadline=None)
 @given(st.one_of(st.text(max_size=40),
                  st.lists(LAYOUT_CHARS, max_size=30).map("".join)))
 def test_garbage_gives_layout_or_layout_error(text):
@@ -430,7 +431,7 @@ def test_garbage_gives_layout_or_layout_error(text):
     assert parse_layout(format_layout(layout)) == layout
 
 
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=1000, deadline=None,
           suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(layouts(), st.data())
 def test_mutated_layouts_never_crash(text, data):

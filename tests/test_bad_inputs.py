@@ -1,0 +1,110 @@
+"""The catalogue of bad inputs: every command, as a user types it.
+
+Each case must end with exit status 2 (on every rank, for MPI runs), exactly one line on stderr
+that contains the expected words, no traceback, and within 10 seconds.
+"""
+
+import json
+import time
+
+import pytest
+
+from launch import distmm, distmm_mpi
+
+BAD_LAYOUTS = [
+    ("((4_PE, 3:8), (8:1)", "expected ')'"),
+    ("((2_PE, 6:4), (2_PE, 4:1))", "needs a stride"),
+    ("((2_PE:1, 6:4), (2_PE:1, 4:1))", "bijection"),
+    ("((4:1, 3:1))", "overlap"),
+    ("(13,8)/((4_PE, 3:8), (8:1))", "less than the logical size"),
+    ("((4_PE, 3:8), (8:1); B@[PE])", "also named in B@"),
+    ("((4, 3:8), (8:1))", "every memory axis or for none"),
+    ("", "empty layout"),
+    ("((0:1))", "positive integer"),
+    ("((4_PE, 3:8), (8:1); R@[PE])", "no factor is a Time axis"),
+    ("((4_PE, 3:8), (8:1); Q@[PE])", "expected B@[...]"),
+    ("((2_x, 3), (6_Time, 2); R@[x, window=7])", "window"),
+    ("(10,7,3)/((3:7, 4_PE), (7:1))", "dimensions"),
+    ("((4_PE, 3:8), (8:1)) extra", "after the layout"),
+]
+
+MPI_CASES = [  # (ranks, argv, expected words)
+    (3, ["run", "nosuch", "--shape", "8,8,8"], "unknown algorithm 'nosuch'"),
+    (3, ["run", "cannon", "--shape", "8,8,8"], "cannot run on 3 ranks"),
+    (2, ["run", "summa3d", "--shape", "8,8,8"], "cube number"),
+    (3, ["run", "summa", "--shape", "8,8,8", "--grid", "2x2"], "grid 2x2 has 4 ranks"),
+    (4, ["run", "summa25d", "--shape", "8,8,8", "--grid", "1,1,4"], "is not"),
+    (4, ["run", "tesseract", "--shape", "8,8,8", "--grid", "3,3,1"], "has 9 ranks"),
+    (3, ["run", "summa", "--shape", "0,8,8"], "must be positive"),
+    (3, ["run", "summa", "--shape=-4,8,8"], "must be positive"),
+    (3, ["run", "summa", "--shape", "8,x,8"], "not a list of integers"),
+    (3, ["run", "summa", "--shape", "8,8"], "needs 3 integers"),
+    (3, ["run", "summa", "--shape", "8,8,8", "--dtype", "int8"], "invalid choice"),
+    (3, ["run", "cannon", "--shape", "8,8,8", "--panel", "2"], "cannon"),
+    (3, ["run", "summa", "--shape", "8,8,8", "--fop", "1,1,3"], "summa takes no --fop"),
+    (6, ["run", "t10", "--shape", "8,8,8", "--fop", "2,2,2"], "has 8 cores but the job has 6"),
+    (6, ["run", "t10", "--shape", "8,8,8", "--fop", "2,3"], "needs 3 integers"),
+    (6, ["run", "t10", "--shape", "8,8,8", "--fop", "2,1,3", "--pace", "5"], "pace 5 is not valid"),
+    (4, ["run", "t10", "--shape", "8,8,8", "--grid", "2x2"], "t10 takes no --grid"),
+    (3, ["run", "summa", "--shape", "8,8,8", "--repeat", "0"], "must be at least 1"),
+    (3, ["run", "summa", "--shape", "8,8,8", "--warmup", "-1"], "warmup"),
+    (3, ["run", "summa", "--shape", "8,8,8", "--panel", "0"], "must be at least 1"),
+    (3, ["run", "summa", "--shape", "8,8,8", "--dump", "/nonexistent/dir/x"], "does not exist"),
+    (3, ["run", "summa", "--shape", "8,8,8", "--trace", "/nonexistent/dir/t"], "does not exist"),
+    (3, ["run", "summa", "--shape", "8,8,8", "--profile", "/nonexistent.json"], "does not exist"),
+    (3, ["run", "summa", "--shape", "8192,8192,8192", "--dump", "/tmp"], "small shapes"),
+    (2, ["calibrate", "--out", "/nonexistent/dir/p.json"], "does not exist"),
+    (2, ["nosuchcommand"], "invalid choice"),
+]
+
+
+@pytest.mark.parametrize("text,words", BAD_LAYOUTS)
+def test_bad_layout(text, words):
+    _check(lambda: distmm("layout", text), words, quoted=text)
+
+
+@pytest.mark.parametrize("n,argv,words", MPI_CASES)
+def test_bad_mpi_command(n, argv, words):
+    _check(lambda: distmm_mpi(n, *argv, timeout=30), words)
+
+
+def test_bad_predict_and_analyze(tmp_path):
+    profile = tmp_path / "p.json"
+    profile.write_text(json.dumps({"p2p": {}}))
+    corrupt = tmp_path / "corrupt.json"
+    corrupt.write_text("{ not json")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (tmp_path / "badrun").mkdir()
+    (tmp_path / "badrun" / "run.json").write_text("[truncated")
+    cases = [
+        (["predict", "summa", "--shape", "64,64,64", "--P", "4", "--profile", "none.json"],
+         "does not exist"),
+        (["predict", "summa", "--shape", "64,64,64", "--P", "4", "--profile", str(corrupt)],
+         "not readable JSON"),
+        (["predict", "summa", "--shape", "64,64,64", "--P", "4", "--profile", str(profile)],
+         "lacks"),
+        (["predict", "cannon", "--shape", "64,64,64", "--P", "5", "--profile", str(corrupt)],
+         "not readable JSON"),
+        (["predict", "summa", "--shape", "64,64,64", "--profile", str(corrupt)], "not readable"),
+        (["analyze", str(tmp_path / "missing")], "not a directory"),
+        (["analyze", str(empty)], "run.json is missing"),
+        (["analyze", str(tmp_path / "badrun")], "not readable JSON"),
+        (["layout", "((4_PE, 3:8), (8:1))", "--levels", "PE=x"], "PE=x"),
+        (["layout", "((4_PE, 3:8), (8:1))", "--levels", "PE=3"], "PE"),
+    ]
+    for argv, words in cases:
+        _check(lambda argv=argv: distmm(*argv), words)
+
+
+def _check(call, words: str, quoted: str | None = None) -> None:
+    start = time.monotonic()
+    r = call()
+    assert time.monotonic() - start < 10, "took too long"
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, r.stderr
+    assert "Traceback" not in r.stderr
+    assert words in lines[0], lines[0]
+    if quoted is not None:
+        assert repr(quoted) in lines[0]
