@@ -1,19 +1,13 @@
 #!/usr/bin/env bash
-# The main job (for now a small demonstration): every algorithm on a few ranks, each verified,
-# with the layouts it set its data up from. Sets up .venv first (scripts/setup.sh).
+# The main job: calibrate this machine, sweep every algorithm at 4 and 8 ranks (traced, with the
+# model's prediction), and write the report. Sets up .venv first (scripts/setup.sh). Started
+# again, the sweep skips the runs already in results/quickstart.csv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 . scripts/mpienv.sh
 export PATH="$PWD/.venv/bin:$PATH"
-SHAPE=${DISTMM_DEMO_SHAPE:-1000,700,900}
-run() { echo; echo "\$ mpiexec -n $*"; timeout 300 mpiexec -n "$@"; }
-distmm layout "((16_L2B, 8_L1B, 8:8), (16_MAB, 8:1, 4_PE))" | head -n 8
-run 4 distmm run cannon --shape "$SHAPE"
-run 6 distmm run summa --shape "$SHAPE"
-run 8 distmm run summa3d --shape "$SHAPE"
-run 8 distmm run summa25d --shape "$SHAPE" --grid 2,2,2
-run 8 distmm run cannon25d --shape "$SHAPE" --grid 2,2,2
-run 8 distmm run tesseract --shape "$SHAPE"
-run 6 distmm run t10 --fop 2,1,3 --shape "$SHAPE"
-echo; echo "demo finished: every run above was verified"
+distmm sweep scripts/quickstart.toml
+distmm report results/quickstart.csv -o results/quickstart-report >/dev/null
+echo
+echo "report: $PWD/results/quickstart-report/report.html (and report.md beside it)"
