@@ -19,11 +19,25 @@ skips the GEMMs too: the loop only records its schedule, with no MPI at all, for
 
 Non-blocking operations return a :class:`Pending`; its ``wait()`` appends a ``wait`` event naming
 the operation, so the schedule says when overlapped communication had to be complete.
+
+On an MN-Core tree (a mesh with a binding, see topology/tree.py) every communication event also
+gets ``level``: the highest tree level its messages from this rank cross (a shift: the crossing
+level of (me, destination); a collective: the highest level among its axes' levels), and
+``level_bytes``: ``sent`` split by the level each piece crosses under the direct convention above
+(a shift: all at its level; a collective: ``sent / (g - 1)`` to each other member, at the
+crossing level of (me, that member)). ``phase_level`` is the highest level any member's message
+crosses in the operation (for a shift, the top level of its axis: the ring's wrap-around), which
+bounds the synchronised phase; the model prices events at it. With ``links`` and
+``emulate=True`` an operation that finishes sooner than the link model says is held (sleep) until
+that time has passed since it was issued (for a Pending, in ``wait()``; operations of one rank
+queue on one link channel, as in the model), so measured times and traces show the tree's links.
+A shift is held for the slower of the links its send and its receive cross.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -47,6 +61,9 @@ class Event:
     step: int | None = None
     overlapped: bool = False  # issued non-blocking, meant to overlap computation
     waits: tuple[int, ...] = ()  # kind "wait": indices (in the schedule) of the events waited for
+    level: str | None = None  # on a tree: highest level this rank's messages cross
+    phase_level: str | None = None  # on a tree: highest level any member's messages cross
+    level_bytes: tuple[tuple[str, int], ...] = ()  # on a tree: ``sent`` split by level
 
 
 @dataclass
@@ -59,6 +76,7 @@ class Pending:
     comm: "Comm | None" = None
     event: int | None = None  # index of the issuing event in comm.events
     issued: float = 0.0  # trace time of issue
+    hold: float = 0.0  # link emulation: the op may not complete before this perf_counter time
 
     def wait(self):
         comm, self.comm = self.comm, None
@@ -71,19 +89,28 @@ class Pending:
         if self.finish is not None:
             self.result = self.finish()
             self.finish = None
+        _hold_until(self.hold)
+        self.hold = 0.0
         if comm is not None:
             comm._waited(self, start)
         return self.result
 
 
+_COMM_KINDS = ("shift", "bcast", "allgather", "reduce_scatter", "allreduce")
 _CHUNKS = 8  # GEMM row chunks between progress polls when messages are in flight
 
 
 class Comm:
     """Communication (and GEMM) for one rank on a mesh; see the module docstring."""
 
-    def __init__(self, mesh: Mesh, *, execute: bool = True, compute: bool = True, tracer=None):
+    def __init__(self, mesh: Mesh, *, execute: bool = True, compute: bool = True, tracer=None,
+                 links=None, emulate: bool = False):
         self.mesh = mesh
+        self.binding = getattr(mesh, "binding", None)
+        self.tree = getattr(mesh, "tree", None)
+        self.links = links  # topology.links.LinkModel
+        self.emulate = bool(emulate and links is not None and execute)
+        self._link_free = 0.0  # link emulation: when this rank's link channel is free
         self.execute = execute
         self.compute = compute  # False with execute=False: record the schedule only (the model)
         self.tracer = tracer
@@ -104,6 +131,7 @@ class Comm:
     def reset(self) -> None:
         self.events = []
         self.step = None
+        self._link_free = 0.0
 
     @property
     def bytes_sent(self) -> int:
@@ -118,9 +146,58 @@ class Comm:
         return sum(e.flops for e in self.events)
 
     def _record(self, **kw) -> Event:
+        if self.binding is not None and kw["kind"] in _COMM_KINDS:
+            kw.update(self._levels(kw["kind"], kw["axes"], kw["group"], kw["sent"],
+                                   kw.pop("disp", 0)))
+        kw.pop("disp", None)
         ev = Event(step=self.step, **kw)
         self.events.append(ev)
         return ev
+
+    # -- the tree ---------------------------------------------------------------------------
+    def _levels(self, kind: str, axes, g: int, sent: int, disp: int) -> dict:
+        from topology.links import crossing_level_coords, members_by_level
+
+        groups, tree = self.binding.map, self.tree
+        if kind == "shift":
+            (axis,) = axes
+            level = crossing_level_coords(self._tree_coords(axis, disp), self._tree_coords(axis, 0))
+            top = next(lv for lv in groups[axis] if tree.sizes[lv] > 1)
+            return {"level": level, "phase_level": top,
+                    "level_bytes": ((level, sent),) if sent else ()}
+        by = members_by_level(tree, [lv for a in axes for lv in groups[a]])
+        level = next(iter(by), None)
+        per = sent // (g - 1)
+        return {"level": level, "phase_level": level,
+                "level_bytes": tuple((lv, per * n) for lv, n in by.items() if per)}
+
+    def _tree_coords(self, axis: str, disp: int) -> dict:
+        coords = dict(self.mesh.coords)
+        coords[axis] = (coords[axis] + disp) % self.mesh.sizes[axis]
+        return self.binding.tree_coords(coords, self.tree)
+
+    def _link_seconds(self, ev: Event, disp: int = 0) -> float:
+        """Emulated duration of an operation on the tree's links."""
+        from topology.links import crossing_level_coords
+
+        if ev.kind == "shift":
+            (axis,) = ev.axes
+            recv = crossing_level_coords(self._tree_coords(axis, -disp),
+                                         self._tree_coords(axis, 0))
+            return max(self.links.message(ev.level, ev.nbytes),
+                       self.links.message(recv, ev.nbytes))
+        return self.links.collective(ev.kind, ev.nbytes, ev.group, ev.phase_level)
+
+    def _hold(self, ev: Event, started: float, disp: int = 0) -> float:
+        """The perf_counter time before which this operation may not complete (0: no hold).
+
+        One link channel per rank, as in the model: an operation's link time starts when it is
+        issued or when this rank's previous operation has left the link, whichever is later."""
+        if not self.emulate:
+            return 0.0
+        start = max(started, self._link_free)
+        self._link_free = start + self._link_seconds(ev, disp)
+        return self._link_free
 
     def span(self, name: str, **args):
         """A trace span (no-op without a tracer)."""
@@ -156,28 +233,33 @@ class Comm:
         (axis,), g = self._group(axis)
         if g == 1 or disp % g == 0:
             return Pending(result=buf)
-        self._record(kind="shift", axes=(axis,), group=g, nbytes=buf.nbytes, sent=buf.nbytes,
-                     messages=1, overlapped=True)
+        ev = self._record(kind="shift", axes=(axis,), group=g, nbytes=buf.nbytes,
+                          sent=buf.nbytes, messages=1, overlapped=True, disp=disp)
         if not self.execute:
             return self._pending([], buf)
+        started = time.perf_counter()
         comm = self.mesh.sub(axis)
         src, dst = self.mesh.ring(axis, disp)
         reqs = [comm.Irecv(out, source=src, tag=7), comm.Isend(buf, dest=dst, tag=7)]
-        return self._pending(reqs, out)
+        pending = self._pending(reqs, out)
+        pending.hold = self._hold(ev, started, disp)
+        return pending
 
     def shift(self, buf: np.ndarray, axis: str, disp: int, out: np.ndarray) -> np.ndarray:
         """Blocking ring shift (Sendrecv); returns the array now holding the received data."""
         (axis,), g = self._group(axis)
         if g == 1 or disp % g == 0:
             return buf
-        self._record(kind="shift", axes=(axis,), group=g, nbytes=buf.nbytes, sent=buf.nbytes,
-                     messages=1)
+        ev = self._record(kind="shift", axes=(axis,), group=g, nbytes=buf.nbytes,
+                          sent=buf.nbytes, messages=1, disp=disp)
         if not self.execute:
             return buf
         src, dst = self.mesh.ring(axis, disp)
         with self.span("shift", axis=axis, bytes=buf.nbytes):
+            started = time.perf_counter()
             self.mesh.sub(axis).Sendrecv(buf, dest=dst, sendtag=7, recvbuf=out, source=src,
                                          recvtag=7)
+            _hold_until(self._hold(ev, started, disp))
         return out
 
     # -- collectives ------------------------------------------------------------------------
@@ -187,17 +269,21 @@ class Comm:
         if g == 1:
             return Pending(result=buf)
         is_root = _sub_rank(self.mesh, axes) == root
-        self._record(kind="bcast", axes=axes, group=g, nbytes=buf.nbytes,
-                     sent=buf.nbytes * (g - 1) if is_root else 0,
-                     messages=(g - 1) if is_root else 0, overlapped=not blocking)
+        ev = self._record(kind="bcast", axes=axes, group=g, nbytes=buf.nbytes,
+                          sent=buf.nbytes * (g - 1) if is_root else 0,
+                          messages=(g - 1) if is_root else 0, overlapped=not blocking)
         if not self.execute:
             return Pending(result=buf) if blocking else self._pending([], buf)
+        started = time.perf_counter()
         comm = self.mesh.sub(*axes)
         if blocking:
             with self.span("bcast", axes=",".join(axes), bytes=buf.nbytes, root=root):
                 comm.Bcast(buf, root=root)
+                _hold_until(self._hold(ev, started))
             return Pending(result=buf)
-        return self._pending([comm.Ibcast(buf, root=root)], buf)
+        pending = self._pending([comm.Ibcast(buf, root=root)], buf)
+        pending.hold = self._hold(ev, started)
+        return pending
 
     def bcast(self, buf: np.ndarray, root: int, axes) -> np.ndarray:
         return self.ibcast(buf, root, axes, blocking=True).result
@@ -207,12 +293,14 @@ class Comm:
         axes, g = self._group(axes)
         if g == 1:
             return buf
-        self._record(kind="allgather", axes=axes, group=g, nbytes=buf.nbytes,
-                     sent=buf.nbytes * (g - 1), messages=g - 1)
+        ev = self._record(kind="allgather", axes=axes, group=g, nbytes=buf.nbytes,
+                          sent=buf.nbytes * (g - 1), messages=g - 1)
         out = (np.empty if self.execute else np.zeros)((g,) + buf.shape, dtype=buf.dtype)
         if self.execute:
             with self.span("allgather", axes=",".join(axes), bytes=buf.nbytes):
+                started = time.perf_counter()
                 self.mesh.sub(*axes).Allgather(np.ascontiguousarray(buf), out)
+                _hold_until(self._hold(ev, started))
         if dim == 0:
             return out.reshape((g * buf.shape[0],) + buf.shape[1:])
         self._record(kind="copy", nbytes=out.nbytes)  # concatenating along dim is a local copy
@@ -229,8 +317,8 @@ class Comm:
         if g == 1:
             return buf
         part = buf.nbytes // g
-        self._record(kind="reduce_scatter", axes=axes, group=g, nbytes=buf.nbytes,
-                     sent=part * (g - 1), messages=g - 1)
+        ev = self._record(kind="reduce_scatter", axes=axes, group=g, nbytes=buf.nbytes,
+                          sent=part * (g - 1), messages=g - 1)
         if dim != 0:
             self._record(kind="copy", nbytes=buf.nbytes)  # packing the pieces contiguously
         if not self.execute:
@@ -244,20 +332,24 @@ class Comm:
         from mpi4py import MPI
 
         with self.span("reduce_scatter", axes=",".join(axes), bytes=buf.nbytes):
+            started = time.perf_counter()
             self.mesh.sub(*axes).Reduce_scatter_block(pieces, out, op=MPI.SUM)
+            _hold_until(self._hold(ev, started))
         return out
 
     def allreduce(self, buf: np.ndarray, axes) -> np.ndarray:
         axes, g = self._group(axes)
         if g == 1:
             return buf
-        self._record(kind="allreduce", axes=axes, group=g, nbytes=buf.nbytes,
-                     sent=2 * (buf.nbytes // g) * (g - 1), messages=2 * (g - 1))
+        ev = self._record(kind="allreduce", axes=axes, group=g, nbytes=buf.nbytes,
+                          sent=2 * (buf.nbytes // g) * (g - 1), messages=2 * (g - 1))
         if self.execute:
             from mpi4py import MPI
 
             with self.span("allreduce", axes=",".join(axes), bytes=buf.nbytes):
+                started = time.perf_counter()
                 self.mesh.sub(*axes).Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
+                _hold_until(self._hold(ev, started))
         return buf
 
     # -- computation ------------------------------------------------------------------------
@@ -294,6 +386,14 @@ def _gemm_rows(a, b, c, accumulate, tmp) -> None:
     else:
         np.matmul(a, b, out=tmp)
         c += tmp
+
+
+def _hold_until(deadline: float) -> None:
+    """Link emulation: sleep until ``deadline`` (perf_counter seconds); no-op if it passed."""
+    if deadline:
+        left = deadline - time.perf_counter()
+        if left > 0:
+            time.sleep(left)
 
 
 def _sub_rank(mesh: Mesh, axes: tuple[str, ...]) -> int:

@@ -152,11 +152,13 @@ def collective_formula(kind: str, n: int, g: int, prof: Profile) -> float:
 
 
 # -- schedules ---------------------------------------------------------------------------------
-def schedule(module, plan, rank: int = 0, dtype=np.float32) -> list:
-    """The events rank ``rank`` issues in one multiplication, from the algorithm's own loop."""
+def schedule(module, plan, rank: int = 0, dtype=np.float32, binding=None, tree=None) -> list:
+    """The events rank ``rank`` issues in one multiplication, from the algorithm's own loop.
+
+    With a binding onto a tree, ``rank`` is a PE of the tree and the events carry their levels."""
     from algorithms.comm import Comm
 
-    view = plan.mesh.at(rank)
+    view = plan.mesh.at(rank, binding, tree)
     a = np.zeros(plan.A.block_shape, dtype=dtype)
     b = np.zeros(plan.B.block_shape, dtype=dtype)
     comm = Comm(view, execute=False, compute=False)
@@ -177,14 +179,32 @@ class Prediction:
     bytes_sent: int  # by the modelled rank
     messages: int
     oversubscription: float
+    level_bytes: dict = field(default_factory=dict)  # on a tree: the modelled rank's bytes
 
     def as_dict(self) -> dict:
-        return {"predicted_seconds": self.seconds, "predicted_phases": self.phases,
-                "model_rank_bytes_sent": self.bytes_sent, "oversubscription": self.oversubscription}
+        out = {"predicted_seconds": self.seconds, "predicted_phases": self.phases,
+               "model_rank_bytes_sent": self.bytes_sent, "oversubscription": self.oversubscription}
+        if self.level_bytes:
+            out["model_rank_level_bytes"] = self.level_bytes
+        return out
 
 
-def predict(events, profile: Profile, dtype: str, ranks_per_node: int) -> Prediction:
-    """Walk one rank's schedule; see the module docstring for the rules."""
+def level_bytes(events) -> dict:
+    """{tree level: bytes} of a schedule's events (empty off a tree)."""
+    out: dict[str, int] = defaultdict(int)
+    for e in events:
+        for lv, n in e.level_bytes:
+            out[lv] += n
+    return dict(out)
+
+
+def predict(events, profile: Profile, dtype: str, ranks_per_node: int, links=None) -> Prediction:
+    """Walk one rank's schedule; see the module docstring for the rules.
+
+    With ``links`` (topology.links.LinkModel) a communication event on a tree costs the link
+    model's price at its ``phase_level`` (the highest level any member's message crosses) and is
+    not slowed by oversubscription: it models the tree's links (or their emulation, which
+    sleeps and so overlaps computation even with more ranks than cores)."""
     slow = profile.slowdown(ranks_per_node)
     overlap = slow <= 1.0
     t = channel = 0.0
@@ -205,8 +225,13 @@ def predict(events, profile: Profile, dtype: str, ranks_per_node: int) -> Predic
                 phases[events[e.waits[0]].kind] += end - t
                 t = end
         else:
-            cost = profile.collective(e.kind, e.nbytes, e.group) * slow
-            if e.overlapped and overlap:
+            if links is not None and e.phase_level is not None:
+                cost = links.collective(e.kind, e.nbytes, e.group, e.phase_level)
+                hides = True
+            else:
+                cost = profile.collective(e.kind, e.nbytes, e.group) * slow
+                hides = overlap
+            if e.overlapped and hides:
                 start = max(t, channel)
                 channel = done[i] = start + cost
             else:
@@ -214,7 +239,8 @@ def predict(events, profile: Profile, dtype: str, ranks_per_node: int) -> Predic
                 phases[e.kind] += start + cost - t
                 t = channel = done[i] = start + cost
     return Prediction(t, dict(phases), sum(e.flops for e in events),
-                      sum(e.sent for e in events), sum(e.messages for e in events), slow)
+                      sum(e.sent for e in events), sum(e.messages for e in events), slow,
+                      level_bytes(events))
 
 
 # -- the literature's closed forms (square n x n; see notes/algorithms.md) ---------------------

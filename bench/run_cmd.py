@@ -40,6 +40,11 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     p.add_argument("--no-overlap", action="store_true",
                    help="blocking communication: no overlap with computation")
+    p.add_argument("--topology", default="mesh", help="mesh (default), mncore (the 8192-PE "
+                   "board) or mncore:L2B,L1B,MAB,PE (a scaled tree, e.g. mncore:2,2,2,2)")
+    p.add_argument("--bind", metavar="AXIS=LEVEL+...,...", help="with a tree: the tree levels "
+                   "of each mesh axis, e.g. x=L2B+L1B,y=MAB+PE (default: consecutive levels "
+                   "from L2B down, in mesh axis order)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -54,6 +59,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="exact (gathered reference) for small shapes, else Freivalds (default)")
     p.add_argument("--dump", metavar="DIR", help="rank 0 writes the gathered A.npy, B.npy, C.npy")
     p.add_argument("--json", action="store_true", help="rank 0 prints one JSON line")
+    p.add_argument("--emulate-links", metavar="PRESET|FILE", help="with a tree: hold every "
+                   "communication until the link model's time has passed (preset: mncore, "
+                   "flat; or a JSON file {level: {alpha, bandwidth, lanes}})")
 
 
 def _ints(count):
@@ -100,6 +108,43 @@ def make_plan(args, P: int):
     return module, module.plan(tuple(args.shape), P, overlap=not args.no_overlap, **options)
 
 
+def tree_setup(args, plan, links_spec=None):
+    """(tree, binding, links) for --topology/--bind (None, None, None on a plain mesh).
+
+    Raises MeshError with one line (listing the valid bindings) when they do not fit."""
+    from topology import MeshError
+    from topology.links import LinkModel
+    from topology.tree import bindings, default_binding, parse_binding, parse_topology
+
+    tree = parse_topology(args.topology)
+    if tree is None:
+        if args.bind or links_spec:
+            raise UsageError("--bind and link models need --topology mncore[:L2B,L1B,MAB,PE]")
+        return None, None, None
+    if tree.size != plan.P:
+        raise MeshError(f"topology {args.topology} has {tree.size} PEs but the plan has "
+                        f"{plan.P} ranks")
+    valid = bindings(plan.mesh, tree)
+    if not valid:
+        raise MeshError(f"{plan.algo}'s mesh {plan.mesh} cannot be bound onto tree {tree}")
+    if args.bind in (None, "default"):
+        binding = default_binding(plan.mesh, tree)
+    else:
+        try:
+            binding = parse_binding(args.bind, plan.mesh, tree)
+        except MeshError as err:
+            raise MeshError(f"{err}; valid for mesh {plan.mesh}: "
+                            f"{' | '.join(map(str, valid))}") from None
+    links = LinkModel.load(links_spec, tree) if links_spec else None
+    return tree, binding, links
+
+
+def bound_layouts(plan, binding, tree) -> dict[str, str]:
+    from topology.tree import bind_layout
+
+    return {n: str(bind_layout(getattr(plan, n), binding, tree)) for n in ("A", "B", "C")}
+
+
 def main(args) -> int:
     from .machine import start_mpi
 
@@ -116,6 +161,7 @@ def main(args) -> int:
     world = MPI.COMM_WORLD
     P = world.Get_size()
     module, plan = make_plan(args, P)
+    tree, binding, links = tree_setup(args, plan, args.emulate_links)
     dtype = np.dtype(args.dtype)
     from topology import Mesh
 
@@ -124,13 +170,20 @@ def main(args) -> int:
         from .trace import Tracer
 
         tracer = Tracer(args.trace, world.Get_rank())
-    mesh = Mesh(plan.mesh, world)
+    mesh = Mesh(plan.mesh, world, binding=binding, tree=tree)
     result, blocks = run_plan(module, plan, mesh, dtype, args.repeat, args.warmup, args.verify,
-                              tracer)
+                              tracer, links=links)
     result.update(facts)
+    if tree is not None:
+        result.update({"topology": args.topology, "tree": dict(tree.axes),
+                       "binding": str(binding), "layouts": bound_layouts(plan, binding, tree),
+                       "mesh_layouts": plan.describe(),
+                       "links": links.as_dict() if links else None,
+                       "emulate_links": links.name if links else None})
     if profile is not None:
-        events = schedule(module, plan, 0, dtype)
-        result.update(predict(events, profile, str(dtype), facts["ranks_per_node"]).as_dict())
+        events = schedule(module, plan, 0, dtype, binding, tree)
+        result.update(predict(events, profile, str(dtype), facts["ranks_per_node"],
+                              links=links).as_dict())
     if args.dump:
         _dump(plan, mesh, blocks, args.dump)
     mesh.free()
@@ -166,7 +219,8 @@ def _save_trace(tracer, result: dict, world) -> None:
     world.Barrier()
 
 
-def run_plan(module, plan, mesh, dtype, repeat: int, warmup: int, verify: str, tracer=None):
+def run_plan(module, plan, mesh, dtype, repeat: int, warmup: int, verify: str, tracer=None,
+             links=None):
     """Set up, time, measure the compute-only baseline and verify.
 
     Returns the result record and this rank's blocks {"A", "B", "C"} (held order)."""
@@ -178,13 +232,16 @@ def run_plan(module, plan, mesh, dtype, repeat: int, warmup: int, verify: str, t
     a = generate_block(plan.A, mesh.coords, SEED_A, dtype)
     b = generate_block(plan.B, mesh.coords, SEED_B, dtype)
     state = module.prepare(plan, a, b, mesh.coords)
-    comm = Comm(mesh, tracer=tracer)
+    comm = Comm(mesh, tracer=tracer, links=links, emulate=links is not None)
     times, c = _timed(lambda: module.multiply(plan, comm, state), comm, world, warmup, repeat,
                       tracer)
     compute = Comm(mesh, execute=False)
     compute_times, _ = _timed(lambda: module.multiply(plan, compute, state), compute, world,
                               min(warmup, 1), repeat)
     sent = world.allgather(comm.bytes_sent)
+    from .model import level_bytes
+
+    per_level = world.allgather(level_bytes(comm.events))
     messages = world.allreduce(comm.messages)
     peak = world.allreduce(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, op=_max())
     method = method_for(plan.shape) if verify == "auto" else verify
@@ -208,7 +265,15 @@ def run_plan(module, plan, mesh, dtype, repeat: int, warmup: int, verify: str, t
         "bytes_sent": int(sum(sent)), "bytes_sent_per_rank": [int(s) for s in sent],
         "messages": int(messages), "peak_memory_bytes": int(peak),
         "layouts": plan.describe(),
+        **({"level_bytes": _sum_levels(per_level)} if mesh.binding is not None else {}),
     }, {"A": a, "B": b, "C": c}
+
+
+def _sum_levels(per_rank: list[dict]) -> dict:
+    """{level: bytes summed over ranks} in tree order (levels nothing crossed: 0)."""
+    from topology.tree import LEVELS
+
+    return {lv: int(sum(d.get(lv, 0) for d in per_rank)) for lv in LEVELS}
 
 
 def _max():
@@ -253,7 +318,13 @@ def _dump(plan, mesh, blocks: dict, directory: str) -> None:
     from layouts.redistribute import gather
 
     layouts = {"A": plan.A, "B": plan.B, "C": plan.C}
-    gathered = {name: gather(block, layouts[name], mesh) for name, block in blocks.items()}
+    target = mesh
+    if mesh.binding is not None:  # bound layouts on the tree itself
+        from topology.tree import bind_layout
+
+        layouts = {n: bind_layout(lay, mesh.binding, mesh.tree) for n, lay in layouts.items()}
+        target = mesh.physical
+    gathered = {name: gather(block, layouts[name], target) for name, block in blocks.items()}
     if mesh.comm.Get_rank() == 0:
         os.makedirs(directory, exist_ok=True)
         for name, arr in gathered.items():
@@ -283,6 +354,14 @@ def format_result(r: dict) -> str:
         f"machine      {r['mpi_library']}; {r['cores']} cores, {r['ranks_per_node']} ranks/node, "
         f"{r['blas_threads']} BLAS thread(s) per rank",
     ]
+    if "topology" in r:
+        sizes = ", ".join(f"{k}={v}" for k, v in r["tree"].items())
+        emulated = f"{r['emulate_links']} (emulated)" if r["emulate_links"] else "not emulated"
+        lines[1:2] = [f"tree         {r['topology']} ({sizes}); binding {r['binding']}; "
+                      f"links {emulated}", "layouts (MN-Core notation):"]
+        lines.append("per level    " + ", ".join(f"{lv} {_mib(n)}"
+                                                 for lv, n in r["level_bytes"].items())
+                     + " crossed (all ranks)")
     if "predicted_seconds" in r:
         phases = ", ".join(f"{k} {v:.4f}" for k, v in sorted(r["predicted_phases"].items()))
         lines.append(f"model        {r['predicted_seconds']:.4f} s predicted "

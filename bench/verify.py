@@ -62,7 +62,12 @@ def exact(plan, mesh, c_block: np.ndarray, dtype) -> float | None:
     returns a value; the caller broadcasts it)."""
     from layouts.redistribute import gather
 
-    c = gather(c_block, plan.C, mesh)
+    if getattr(mesh, "binding", None) is not None:  # on a tree: the bound layout, tree ranks
+        from topology.tree import bind_layout
+
+        c = gather(c_block, bind_layout(plan.C, mesh.binding, mesh.tree), mesh.physical)
+    else:
+        c = gather(c_block, plan.C, mesh)
     if c is None:
         return None
     M, K, N = plan.shape

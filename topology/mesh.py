@@ -88,9 +88,10 @@ class AbstractMesh:
     def __str__(self) -> str:
         return ",".join(f"{n}={s}" for n, s in self.axes)
 
-    def at(self, rank: int) -> "RankView":
-        """One rank's view of the mesh without MPI (what the cost model runs a schedule on)."""
-        return RankView(self, rank)
+    def at(self, rank: int, binding=None, tree=None) -> "RankView":
+        """One rank's view of the mesh without MPI (what the cost model runs a schedule on);
+        with a binding, ``rank`` is a rank of ``tree``."""
+        return RankView(self, rank, binding, tree)
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,8 @@ class RankView:
 
     abstract: AbstractMesh
     rank: int
+    binding: object = None  # topology.tree.Binding: ``rank`` is then a tree rank (a PE)
+    tree: AbstractMesh | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -114,7 +117,13 @@ class RankView:
 
     @cached_property
     def coords(self) -> dict[str, int]:
+        if self.binding is not None:
+            return self.binding.algo_coords(self.tree_coords, self.tree)
         return self.abstract.coords(self.rank)
+
+    @cached_property
+    def tree_coords(self) -> dict[str, int]:
+        return self.tree.coords(self.rank)
 
 
 @dataclass(eq=False)
@@ -123,16 +132,30 @@ class Mesh:
 
     abstract: AbstractMesh
     comm: object  # mpi4py.MPI.Intracomm
+    binding: object = None  # topology.tree.Binding: the axes live on these tree levels
+    tree: AbstractMesh | None = None
     _subs: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.comm.Get_size() != self.abstract.size:
             raise MeshError(f"mesh {self.abstract} needs {self.abstract.size} ranks, "
                             f"the job has {self.comm.Get_size()}")
-        self.cart = self.comm.Create_cart(list(self.abstract.shape),
-                                          periods=[True] * len(self.abstract.axes), reorder=False)
+        if self.binding is None:
+            self.cart = self.comm.Create_cart(list(self.abstract.shape),
+                                              periods=[True] * len(self.abstract.axes),
+                                              reorder=False)
+            self.rank = self.cart.Get_rank()
+            self.coords = self.abstract.coords(self.rank)
+            return
+        # On a tree: the Cartesian communicator is over the tree levels (rank = PE index);
+        # coords, sizes and names stay the algorithm's (an axis is row-major over its levels).
+        self.binding.check(self.abstract, self.tree)
+        self.cart = self.comm.Create_cart(list(self.tree.shape),
+                                          periods=[True] * len(self.tree.axes), reorder=False)
         self.rank = self.cart.Get_rank()
-        self.coords = self.abstract.coords(self.rank)
+        self.tree_coords = self.tree.coords(self.rank)
+        self.coords = self.binding.algo_coords(self.tree_coords, self.tree)
+        self.physical = PhysicalView(self.tree, self.comm, self.cart, self.rank, self.tree_coords)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -153,8 +176,25 @@ class Mesh:
         if unknown:
             raise MeshError(f"mesh {self.abstract} has no axis {sorted(unknown)[0]!r}")
         if key not in self._subs:
-            self._subs[key] = self.cart.Sub([n in key for n in self.names])
+            if self.binding is None:
+                self._subs[key] = self.cart.Sub([n in key for n in self.names])
+            else:
+                self._subs[key] = self._tree_sub(key)
         return self._subs[key]
+
+    def _tree_sub(self, key: tuple[str, ...]):
+        """Sub-communicator over the levels of the axes ``key``, ranked row-major over those
+        axes in mesh order (cart.Sub when the tree order gives the same ranking, else Split)."""
+        groups = self.binding.map
+        levels = [lv for a in key for lv in groups[a]]
+        if levels == [lv for lv in self.tree.names if lv in levels]:
+            return self.cart.Sub([lv in levels for lv in self.tree.names])
+        color = sum(self.coords[a] * self.abstract.rank_strides[a]
+                    for a in self.names if a not in key)
+        rank = 0
+        for a in key:
+            rank = rank * self.sizes[a] + self.coords[a]
+        return self.cart.Split(color, rank)
 
     def ring(self, name: str, disp: int = 1) -> tuple[int, int]:
         """(source, dest) ranks in ``sub(name)`` for a shift by ``disp`` along axis ``name``."""
@@ -167,3 +207,22 @@ class Mesh:
             c.Free()
         self._subs.clear()
         self.cart.Free()
+
+
+@dataclass(frozen=True)
+class PhysicalView:
+    """A bound mesh seen as the tree itself (what gather/redistribute of bound layouts need)."""
+
+    abstract: AbstractMesh
+    comm: object
+    cart: object
+    rank: int
+    coords: dict
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.abstract.names
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return self.abstract.sizes

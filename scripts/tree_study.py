@@ -1,0 +1,108 @@
+#!/usr/bin/env python
+"""Predicted vs measured time of every algorithm on an emulated MN-Core tree, for two bindings
+(the ones the model ranks best and worst among all valid bindings; the default too when it is
+neither), and whether the binding the model prefers is the one measured faster.
+
+    python scripts/tree_study.py [--topology mncore:2,2,2,2] [--links mncore-emu]
+        [--shape 1024,1024,1024] [--repeat 3] [--profile results/profile.json] [--algos ...]
+
+Each run is `mpiexec -n P distmm run ALGO --topology ... --bind B --emulate-links L --profile P
+--json`. Prints one table (also written as JSON with --out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from algorithms import ALGORITHMS, get  # noqa: E402
+from algorithms.plan import PlanError  # noqa: E402
+from topology.tree import LEVELS, bindings, parse_topology  # noqa: E402
+
+
+def model_seconds(algo, plan, binding, tree, args) -> float:
+    from bench.model import Profile, predict, schedule
+    from topology.links import LinkModel
+
+    events = schedule(get(algo), plan, 0, "float32", binding, tree)
+    return predict(events, Profile.load(args.profile), "float32", tree.size,
+                   links=LinkModel.load(args.links, tree)).seconds
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--topology", default="mncore:2,2,2,2")
+    ap.add_argument("--links", default="mncore-emu")
+    ap.add_argument("--shape", default="1024,1024,1024")
+    ap.add_argument("--repeat", default="3")
+    ap.add_argument("--profile", default=str(ROOT / "results" / "profile.json"))
+    ap.add_argument("--algos", nargs="*", default=list(ALGORITHMS))
+    ap.add_argument("--out", help="write the rows as JSON here")
+    args = ap.parse_args()
+    tree = parse_topology(args.topology)
+    shape = tuple(int(x) for x in args.shape.split(","))
+    bindir = Path(sys.executable).parent
+    mpiexec = str(bindir / "mpiexec") if (bindir / "mpiexec").exists() else "mpiexec"
+    rows = []
+    print(f"{args.topology}, links {args.links} (emulated), shape {args.shape}, "
+          f"median of {args.repeat}")
+    print(f"{'algo':<10}{'binding':<30}{'predicted':>10}{'measured':>10}{'meas/pred':>10}  "
+          + " ".join(f"{lv + ' MiB':>9}" for lv in LEVELS))
+    for algo in args.algos:
+        try:
+            plan = get(algo).plan(shape, tree.size)
+        except PlanError as err:
+            print(f"{algo:<10}skipped: {err}")
+            continue
+        found = bindings(plan.mesh, tree)
+        if not found:
+            print(f"{algo:<10}skipped: mesh {plan.mesh} has no binding onto the tree")
+            continue
+        ranked = sorted(found, key=lambda b: model_seconds(algo, plan, b, tree, args))
+        chosen = [ranked[0]] + ([ranked[-1]] if len(ranked) > 1 else [])
+        if found[0] not in chosen:
+            chosen.append(found[0])
+        mine = []
+        for b in chosen:
+            cmd = [mpiexec, "-n", str(tree.size), sys.executable, "-m", "bench.cli", "run", algo,
+                   "--shape", args.shape, "--topology", args.topology, "--bind", str(b),
+                   "--emulate-links", args.links, "--repeat", args.repeat,
+                   "--profile", args.profile, "--json"]
+            out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600,
+                                 env=dict(os.environ, MPIEXEC_TIMEOUT="580"))
+            if out.returncode != 0:
+                print(f"{algo:<10}{str(b):<30}FAILED: {out.stderr.strip()[-300:]}")
+                continue
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            row = {"algo": algo, "binding": str(b), "predicted": r["predicted_seconds"],
+                   "measured": r["seconds"], "level_bytes": r["level_bytes"],
+                   "verified": r["verified"]}
+            mine.append(row)
+            print(f"{algo:<10}{str(b):<30}{row['predicted']:>10.4f}{row['measured']:>10.4f}"
+                  f"{row['measured'] / row['predicted']:>10.2f}  "
+                  + " ".join(f"{row['level_bytes'][lv] / 2**20:>9.2f}" for lv in LEVELS)
+                  + ("" if row["verified"] else "  NOT VERIFIED"), flush=True)
+        if len(mine) >= 2:
+            p = min(mine, key=lambda x: x["predicted"])
+            m = min(mine, key=lambda x: x["measured"])
+            ties = [x for x in mine if x["predicted"] <= p["predicted"] * 1.02]
+            agree = m in ties
+            print(f"{'':<10}model prefers {' or '.join(x['binding'] for x in ties)}; measured "
+                  f"fastest {m['binding']}: {'agree' if agree else 'DISAGREE'}", flush=True)
+            for x in mine:
+                x["model_agrees"] = agree
+        rows += mine
+    if args.out:
+        Path(args.out).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""A mesh bound onto a 2,2,2,1 MN-Core tree (8 ranks): sub-communicators, gathers, algorithms.
+
+Runs under mpiexec -n 8 with ``--only-mpi`` (other sizes skip)."""
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from algorithms import get
+from bench.run_cmd import run_plan
+from layouts import generate_block, global_matrix
+from layouts.redistribute import gather
+from topology import Mesh
+from topology.tree import bind_layout, bindings, parse_topology
+
+P = MPI.COMM_WORLD.Get_size()
+TREE = parse_topology("mncore:2,2,2,1")
+needs8 = pytest.mark.skipif(P != 8, reason="the 2,2,2,1 tree has 8 PEs")
+
+
+@pytest.mark.mpi
+@needs8
+def test_bound_mesh_coordinates_and_subs():
+    plan = get("summa3d").plan((8, 8, 8), 8)
+    for b in bindings(plan.mesh, TREE):
+        mesh = Mesh(plan.mesh, MPI.COMM_WORLD, binding=b, tree=TREE)
+        try:
+            assert mesh.rank == MPI.COMM_WORLD.Get_rank()
+            assert mesh.coords == b.algo_coords(TREE.coords(mesh.rank), TREE)
+            for a in mesh.names:
+                assert mesh.sub(a).Get_rank() == mesh.coords[a]
+            # ranked row-major over the two axes in mesh order, whatever their levels
+            first, second = (a for a in mesh.names if a in ("x", "z"))
+            both = mesh.sub("x", "z")
+            assert both.Get_rank() == mesh.coords[first] * 2 + mesh.coords[second], str(b)
+            got = both.allgather((mesh.coords[first], mesh.coords[second]))
+            assert got == [(i, j) for i in range(2) for j in range(2)]
+        finally:
+            mesh.free()
+
+
+@pytest.mark.mpi
+@needs8
+@pytest.mark.parametrize("algo", ["summa3d", "summa", "t10"])
+def test_algorithms_on_every_binding(algo):
+    from topology.links import LinkModel
+
+    module = get(algo)
+    plan = module.plan((24, 20, 16), 8)
+    links = LinkModel.load("flat", TREE)
+    for b in bindings(plan.mesh, TREE):
+        mesh = Mesh(plan.mesh, MPI.COMM_WORLD, binding=b, tree=TREE)
+        try:
+            r, blocks = run_plan(module, plan, mesh, np.dtype(np.float64), 1, 0, "exact",
+                                 links=links)
+            assert r["verified"], (str(b), r)
+            assert sum(r["level_bytes"].values()) == r["bytes_sent"]
+            bound = bind_layout(plan.A, b, TREE)
+            a = gather(blocks["A"], bound, mesh.physical)
+            if mesh.rank == 0:
+                assert np.array_equal(a, global_matrix((24, 20), 1))
+            assert np.array_equal(generate_block(bound, mesh.physical.coords, 1),
+                                  generate_block(plan.A, mesh.coords, 1))
+        finally:
+            mesh.free()

@@ -1,0 +1,218 @@
+"""The MN-Core device tree (L2B > L1B > MAB > PE) and bindings of algorithm meshes onto it.
+
+A tree is an :class:`AbstractMesh` whose axes are the tree levels, ranks row-major over
+L2B, L1B, MAB, PE (rank = PE index on the board). A subtree or a whole level is then a
+sub-communicator over some levels, as for any mesh.
+
+A :class:`Binding` maps each axis of an algorithm's mesh to a group of tree levels (in tree
+order); the axis coordinate is row-major over its levels. :func:`bind_layout` rewrites an
+algorithm's layout in MN-Core notation (``n_x`` -> ``a_L2B, b_L1B``), so the same descriptors
+set up data on the tree.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .mesh import AbstractMesh, MeshError
+
+LEVELS = ("L2B", "L1B", "MAB", "PE")
+BOARD = (16, 8, 16, 4)
+
+
+def tree_mesh(sizes) -> AbstractMesh:
+    sizes = tuple(int(s) for s in sizes)
+    if len(sizes) != len(LEVELS):
+        raise MeshError(f"an MN-Core tree has {len(LEVELS)} levels ({', '.join(LEVELS)}); "
+                        f"got {len(sizes)} sizes")
+    return AbstractMesh(tuple(zip(LEVELS, sizes)))
+
+
+def parse_topology(text: str | None) -> AbstractMesh | None:
+    """``mesh`` (or None) -> None (a plain mesh); ``mncore`` -> the board; ``mncore:a,b,c,d``."""
+    if text is None or text.strip() == "mesh":
+        return None
+    text = text.strip()
+    if text == "mncore":
+        return tree_mesh(BOARD)
+    if text.startswith("mncore:"):
+        parts = text[len("mncore:"):].replace("x", ",").split(",")
+        try:
+            sizes = [int(p) for p in parts]
+        except ValueError:
+            raise MeshError(f"topology {text!r}: sizes must be integers, as in "
+                            f"mncore:2,2,2,2 (L2B,L1B,MAB,PE)") from None
+        if len(sizes) != 4 or any(s < 1 for s in sizes):
+            raise MeshError(f"topology {text!r}: give four positive sizes L2B,L1B,MAB,PE, "
+                            f"as in mncore:2,2,2,2")
+        return tree_mesh(sizes)
+    raise MeshError(f"topology {text!r} is not one of: mesh, mncore, mncore:L2B,L1B,MAB,PE")
+
+
+def is_tree(mesh: AbstractMesh) -> bool:
+    return mesh.names == LEVELS
+
+
+@dataclass(frozen=True)
+class Binding:
+    """{algorithm axis: tree levels (tree order)} as a tuple of pairs, in algorithm axis order."""
+
+    axes: tuple[tuple[str, tuple[str, ...]], ...]
+
+    @property
+    def map(self) -> dict[str, tuple[str, ...]]:
+        return dict(self.axes)
+
+    def level_axis(self) -> dict[str, str]:
+        return {lv: a for a, lvs in self.axes for lv in lvs}
+
+    def __str__(self) -> str:
+        return ",".join(f"{a}={'+'.join(lvs) if lvs else '1'}" for a, lvs in self.axes)
+
+    def check(self, algo: AbstractMesh, tree: AbstractMesh) -> None:
+        """Raise MeshError unless this binding fits ``algo`` onto ``tree``."""
+        if set(self.map) != set(algo.names) or len(self.axes) != len(algo.names):
+            raise MeshError(f"binding {self} must name every mesh axis ({', '.join(algo.names)})")
+        used = [lv for _, lvs in self.axes for lv in lvs]
+        for lv in used:
+            if lv not in tree.sizes:
+                raise MeshError(f"binding {self}: {lv} is not a tree level ({', '.join(LEVELS)})")
+        if sorted(used) != sorted(tree.names):
+            raise MeshError(f"binding {self} must use every tree level exactly once")
+        for a, lvs in self.axes:
+            if list(lvs) != sorted(lvs, key=LEVELS.index):
+                raise MeshError(f"binding {self}: the levels of {a} must be in tree order")
+            size = math.prod(tree.sizes[lv] for lv in lvs)
+            if size != algo.sizes[a]:
+                raise MeshError(f"binding {self}: axis {a} has size {algo.sizes[a]} but its "
+                                f"levels give {size}")
+
+    # -- coordinates ----------------------------------------------------------------------
+    def tree_coords(self, algo_coords: Mapping[str, int], tree: AbstractMesh) -> dict[str, int]:
+        out = {}
+        for a, lvs in self.axes:
+            c = algo_coords[a]
+            for lv in reversed(lvs):
+                c, out[lv] = divmod(c, tree.sizes[lv])
+        return out
+
+    def algo_coords(self, tree_coords: Mapping[str, int], tree: AbstractMesh) -> dict[str, int]:
+        out = {}
+        for a, lvs in self.axes:
+            c = 0
+            for lv in lvs:
+                c = c * tree.sizes[lv] + tree_coords[lv]
+            out[a] = c
+        return out
+
+
+def parse_binding(text: str, algo: AbstractMesh, tree: AbstractMesh) -> Binding:
+    """``x=L2B+L1B,y=MAB+PE`` (``x=1`` for an axis with no levels), checked."""
+    pairs = []
+    for part in text.split(","):
+        name, eq, levels = part.partition("=")
+        if not eq:
+            raise MeshError(f"binding {text!r}: write axis=LEVEL+LEVEL,... "
+                            f"(e.g. x=L2B+L1B,y=MAB+PE)")
+        lvs = () if levels.strip() in ("", "1") else tuple(l.strip() for l in levels.split("+"))
+        pairs.append((name.strip(), tuple(sorted(lvs, key=lambda l: LEVELS.index(l)
+                                                 if l in LEVELS else -1))))
+    names = dict(pairs)
+    b = Binding(tuple((a, names.get(a, ())) for a in algo.names) if set(names) <= set(algo.names)
+                else tuple(pairs))
+    b.check(algo, tree)
+    return b
+
+
+def bindings(algo: AbstractMesh, tree: AbstractMesh) -> list[Binding]:
+    """Every valid binding; levels of size 1 go to the last axis. Natural order first: axes in
+    mesh order take consecutive levels from L2B down."""
+    big = [lv for lv in tree.names if tree.sizes[lv] > 1]
+    ones = [lv for lv in tree.names if tree.sizes[lv] == 1]
+    out = []
+    for assign in itertools.product(range(len(algo.names)), repeat=len(big)):
+        groups = {a: [] for a in algo.names}
+        for lv, k in zip(big, assign):
+            groups[algo.names[k]].append(lv)
+        groups[algo.names[-1]] += ones
+        b = Binding(tuple((a, tuple(sorted(groups[a], key=LEVELS.index))) for a in algo.names))
+        try:
+            b.check(algo, tree)
+        except MeshError:
+            continue
+        out.append((_natural_key(b, algo, tree), b))
+    out.sort(key=lambda kb: kb[0])
+    return [b for _, b in out]
+
+
+def _natural_key(b: Binding, algo, tree):
+    # non-decreasing axis index along the tree levels first (consecutive groups), then any
+    lv_axis = b.level_axis()
+    seq = [algo.names.index(lv_axis[lv]) for lv in tree.names if tree.sizes[lv] > 1]
+    return (seq != sorted(seq), seq)
+
+
+def default_binding(algo: AbstractMesh, tree: AbstractMesh) -> Binding:
+    found = bindings(algo, tree)
+    if not found:
+        raise MeshError(f"mesh {algo} cannot be bound onto tree {tree}: no grouping of the "
+                        f"levels gives the axis sizes")
+    return found[0]
+
+
+# -- layouts -----------------------------------------------------------------------------
+def bind_layout(layout, binding: Binding, tree: AbstractMesh):
+    """``layout`` (algorithm axes) rewritten on the tree levels; see the module docstring."""
+    from layouts.tensorlayout import Factor, LayoutError, Rotation, TensorLayout
+
+    groups = binding.map
+    sizes = tree.sizes
+
+    def levels_of(a):
+        if a not in groups:
+            raise LayoutError(str(layout), f"level {a} is not an axis of the binding {binding}")
+        return groups[a]
+
+    dims = []
+    for dim in layout.dims:
+        out = []
+        for f in dim:
+            if not f.is_device:
+                out.append(f)
+                continue
+            lvs = levels_of(f.level)
+            whole = math.prod(sizes[lv] for lv in lvs)
+            if f.size != whole or f.stride not in (None, 1) or layout.levels[f.level] != f.size:
+                raise LayoutError(str(layout), f"factor {f.size}_{f.level} does not cover axis "
+                                  f"{f.level} whole (size {whole}); only whole-axis factors can "
+                                  f"be bound to tree levels")
+            out += [Factor(sizes[lv], lv) for lv in lvs if sizes[lv] > 1]
+        if not out:  # every factor was a size-1 level
+            out = [Factor(1, None, 1)]
+        dims.append(tuple(out))
+
+    def map_names(names):
+        return tuple(lv for a in names for lv in levels_of(a))
+
+    rotation = None
+    if layout.rotation is not None:
+        offset = []
+        for a, c in layout.rotation.offset:
+            lvs = levels_of(a)
+            for i, lv in enumerate(lvs):
+                if sizes[lv] > 1:
+                    offset.append((lv, c * math.prod(sizes[l] for l in lvs[i + 1:])))
+        order = {lv: i for i, lv in enumerate(LEVELS)}
+        offset.sort(key=lambda t: order.get(t[0], -1))
+        rotation = Rotation(tuple(offset), layout.rotation.pace, layout.rotation.window)
+        if not offset:  # every rotating axis has size 1: keep a zero-coefficient-free rotation
+            rotation = Rotation((), layout.rotation.pace, layout.rotation.window)
+    return TensorLayout(tuple(dims), layout.logical_shape, map_names(layout.broadcast),
+                        map_names(layout.partial), rotation)
+
+
+__all__ = ["LEVELS", "BOARD", "Binding", "bind_layout", "bindings", "default_binding",
+           "is_tree", "parse_binding", "parse_topology", "tree_mesh"]
