@@ -104,8 +104,9 @@ class Comm:
     """Communication (and GEMM) for one rank on a mesh; see the module docstring."""
 
     def __init__(self, mesh: Mesh, *, execute: bool = True, compute: bool = True, tracer=None,
-                 links=None, emulate: bool = False):
+                 links=None, emulate: bool = False, fault=None):
         self.mesh = mesh
+        self.fault = fault  # called with each event kind before it is recorded (bench/faults.py)
         self.binding = getattr(mesh, "binding", None)
         self.tree = getattr(mesh, "tree", None)
         self.links = links  # topology.links.LinkModel
@@ -146,6 +147,8 @@ class Comm:
         return sum(e.flops for e in self.events)
 
     def _record(self, **kw) -> Event:
+        if self.fault is not None:
+            self.fault(kw["kind"])
         if self.binding is not None and kw["kind"] in _COMM_KINDS:
             kw.update(self._levels(kw["kind"], kw["axes"], kw["group"], kw["sent"],
                                    kw.pop("disp", 0)))

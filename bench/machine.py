@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 
 YIELD_SETTINGS = {
@@ -79,10 +80,16 @@ def start_mpi():
 
 def _install_abort_hook(MPI) -> None:
     def hook(kind, value, tb):
+        from .faults import InjectedFault
+
         rank = MPI.COMM_WORLD.Get_rank()
-        lines = traceback.format_exception(kind, value, tb)
-        sys.stderr.write(f"[rank {rank}] unexpected error, aborting the job:\n" + "".join(lines))
+        if issubclass(kind, InjectedFault):
+            sys.stderr.write(f"[rank {rank}] {value}: aborting the job\n")
+        else:
+            lines = traceback.format_exception(kind, value, tb)
+            sys.stderr.write(f"[rank {rank}] unexpected error, aborting the job:\n" + "".join(lines))
         sys.stderr.flush()
+        time.sleep(0.3)  # let the launcher forward the message before Abort tears the job down
         MPI.COMM_WORLD.Abort(1)
 
     sys.excepthook = hook

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import math
 import os
 import resource
 import statistics
@@ -21,6 +22,7 @@ from algorithms import ALGORITHMS, get
 from algorithms.plan import PlanError
 
 from .cli import UsageError
+from .faults import fault_from_env
 from .model import Profile, predict, schedule
 from .verify import SEED_A, SEED_B, exact, freivalds, method_for, tolerance
 
@@ -157,10 +159,15 @@ def main(args) -> int:
     if args.trace and not os.path.isdir(os.path.dirname(os.path.abspath(args.trace))):
         raise UsageError(f"--trace {args.trace}: its parent directory does not exist")
     profile = Profile.load(args.profile) if args.profile else None
+    try:
+        fault = fault_from_env()
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     MPI, facts = start_mpi()
     world = MPI.COMM_WORLD
     P = world.Get_size()
     module, plan = make_plan(args, P)
+    check_memory(plan, np.dtype(args.dtype), facts["ranks_per_node"])
     tree, binding, links = tree_setup(args, plan, args.emulate_links)
     dtype = np.dtype(args.dtype)
     from topology import Mesh
@@ -172,7 +179,7 @@ def main(args) -> int:
         tracer = Tracer(args.trace, world.Get_rank())
     mesh = Mesh(plan.mesh, world, binding=binding, tree=tree)
     result, blocks = run_plan(module, plan, mesh, dtype, args.repeat, args.warmup, args.verify,
-                              tracer, links=links)
+                              tracer, links=links, fault=fault)
     result.update(facts)
     if tree is not None:
         result.update({"topology": args.topology, "tree": dict(tree.axes),
@@ -199,6 +206,25 @@ def main(args) -> int:
     return 0
 
 
+def memory_estimate(plan, dtype) -> int:
+    """Bytes one rank needs, roughly: its A, B and C blocks, plus the copies and double
+    buffers the algorithms keep (4x the inputs, 3x the output)."""
+    blocks = [math.prod(layout.block_shape) for layout in (plan.A, plan.B, plan.C)]
+    return dtype.itemsize * (4 * (blocks[0] + blocks[1]) + 3 * blocks[2])
+
+
+def check_memory(plan, dtype, ranks_per_node: int) -> None:
+    """Refuse, before allocating anything, a run whose ranks would not fit in this node's memory
+    (every rank computes the same verdict from the plan and the node's physical memory)."""
+    need = memory_estimate(plan, dtype)
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if need * ranks_per_node > 0.8 * total:
+        raise UsageError(f"{plan.algo} {'x'.join(map(str, plan.shape))} {dtype} needs about "
+                         f"{need / 2**30:.1f} GiB per rank, {need * ranks_per_node / 2**30:.1f} GiB "
+                         f"for the {ranks_per_node} ranks on this node, which has "
+                         f"{total / 2**30:.1f} GiB: use a smaller shape or more nodes")
+
+
 def _pairs(shape):
     M, K, N = shape
     return ((M, K), (K, N), (M, N))
@@ -220,19 +246,23 @@ def _save_trace(tracer, result: dict, world) -> None:
 
 
 def run_plan(module, plan, mesh, dtype, repeat: int, warmup: int, verify: str, tracer=None,
-             links=None):
+             links=None, fault=None):
     """Set up, time, measure the compute-only baseline and verify.
 
-    Returns the result record and this rank's blocks {"A", "B", "C"} (held order)."""
+    Returns the result record and this rank's blocks {"A", "B", "C"} (held order).
+    ``fault`` (bench/faults.py) makes this rank fail where it says."""
     from layouts import generate_block
 
     from algorithms.comm import Comm
 
     world = mesh.comm
+    hit = fault.trigger_for(world.Get_rank()) if fault is not None else None
     a = generate_block(plan.A, mesh.coords, SEED_A, dtype)
     b = generate_block(plan.B, mesh.coords, SEED_B, dtype)
     state = module.prepare(plan, a, b, mesh.coords)
-    comm = Comm(mesh, tracer=tracer, links=links, emulate=links is not None)
+    if hit:
+        hit("setup")
+    comm = Comm(mesh, tracer=tracer, links=links, emulate=links is not None, fault=hit)
     times, c = _timed(lambda: module.multiply(plan, comm, state), comm, world, warmup, repeat,
                       tracer)
     compute = Comm(mesh, execute=False)
@@ -245,6 +275,8 @@ def run_plan(module, plan, mesh, dtype, repeat: int, warmup: int, verify: str, t
     messages = world.allreduce(comm.messages)
     peak = world.allreduce(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, op=_max())
     method = method_for(plan.shape) if verify == "auto" else verify
+    if hit:
+        hit("verify")
     if method == "exact":
         err = world.bcast(exact(plan, mesh, c, dtype), root=0)
     else:
