@@ -75,7 +75,7 @@ _KEYS = {
     "topology": (lambda v: isinstance(v, str) and v, "a topology string"),
     "trace": (lambda v: isinstance(v, bool), "true or false"),
     "profile": (lambda v: isinstance(v, str) and v, "a path to a profile JSON"),
-    "calibrate": (lambda v: isinstance(v, bool), "true or false"),
+    "calibrate": (lambda v: isinstance(v, bool) or v == "quick", 'true, false or "quick"'),
     "timeout": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
                 "a positive number of seconds"),
     "results": (lambda v: isinstance(v, str) and v.endswith(".csv"), "a path ending in .csv"),
@@ -116,8 +116,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", action="store_true", default=None, help="trace every run")
     p.add_argument("--profile", help="machine profile: add the model's prediction to each row")
     p.add_argument("--calibrate", action="store_true", default=None,
-                   help="run distmm calibrate --quick once first (at the sweep's largest P, at "
-                   "least the cores) into results/NAME-profile.json and use it")
+                   help="run distmm calibrate once first (at the sweep's largest P, at least the "
+                   "cores) into results/NAME-profile.json and use it (TOML: calibrate = true, or "
+                   "\"quick\" for a shorter, rougher calibration)")
     p.add_argument("--topology", help="passed to distmm run as --topology")
     p.add_argument("--timeout", type=float, help="seconds per run (default 600)")
     p.add_argument("--results", help="results table (default results/NAME.csv)")
@@ -497,7 +498,8 @@ def main(args) -> int:
             P = max(2, ncores, *(r["P"] for r in runs))
             say(f"distmm sweep: calibrating on {P} ranks into {profile}")
             cmd = mpiexec_command(mpiexec, flavour, P, ncores) + [
-                sys.executable, "-m", "bench.cli", "calibrate", "--quick", "--out", profile]
+                sys.executable, "-m", "bench.cli", "calibrate", "--out", profile] + (
+                ["--quick"] if cfg["calibrate"] == "quick" else [])
             state, rc, out, err = launch(cmd, max(cfg["timeout"], 300), _env(P, ncores))
             if state != "done" or rc != 0:
                 raise UsageError(f"calibration failed ({state}, exit {rc}): "
