@@ -94,14 +94,10 @@ class AbstractMesh:
         return RankView(self, rank, binding, tree)
 
 
-@dataclass(frozen=True)
-class RankView:
-    """The attributes of a :class:`Mesh` that do not need MPI: names, sizes, rank, coords."""
+class _AlgorithmAxes:
+    """Names and sizes of the algorithm's mesh axes, for anything that has ``abstract``."""
 
     abstract: AbstractMesh
-    rank: int
-    binding: object = None  # topology.tree.Binding: ``rank`` is then a tree rank (a PE)
-    tree: AbstractMesh | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -115,6 +111,16 @@ class RankView:
     def size(self) -> int:
         return self.abstract.size
 
+
+@dataclass(frozen=True)
+class RankView(_AlgorithmAxes):
+    """The attributes of a :class:`Mesh` that do not need MPI: names, sizes, rank, coords."""
+
+    abstract: AbstractMesh
+    rank: int
+    binding: object = None  # topology.tree.Binding: ``rank`` is then a tree rank (a PE)
+    tree: AbstractMesh | None = None
+
     @cached_property
     def coords(self) -> dict[str, int]:
         if self.binding is not None:
@@ -127,7 +133,7 @@ class RankView:
 
 
 @dataclass(eq=False)
-class Mesh:
+class Mesh(_AlgorithmAxes):
     """An AbstractMesh bound to an MPI communicator (a periodic Cartesian one, no reordering)."""
 
     abstract: AbstractMesh
@@ -156,18 +162,6 @@ class Mesh:
         self.tree_coords = self.tree.coords(self.rank)
         self.coords = self.binding.algo_coords(self.tree_coords, self.tree)
         self.physical = PhysicalView(self.tree, self.comm, self.cart, self.rank, self.tree_coords)
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return self.abstract.names
-
-    @property
-    def sizes(self) -> dict[str, int]:
-        return self.abstract.sizes
-
-    @property
-    def size(self) -> int:
-        return self.abstract.size
 
     def sub(self, *names: str):
         """The sub-communicator along the given axes (ranks ordered row-major in those axes)."""
