@@ -10,21 +10,6 @@ from algorithms import ALGORITHMS, get
 from bench.model import Profile, ProfileError, bytes_per_rank, predict, schedule, stated_cost
 from launch import distmm, distmm_mpi
 
-PROFILE = {
-    "machine": {"cores": 2},
-    "p2p": {"small": {"alpha": 2e-6, "beta": 1e-10}, "large": {"alpha": 5e-6, "beta": 1e-10}},
-    "gemm": {"float32": [[512, 512, 512, 0.0025]], "float64": [[512, 512, 512, 0.005]]},
-    "collective_factor": {},
-}
-
-
-@pytest.fixture
-def profile_file(tmp_path):
-    f = tmp_path / "profile.json"
-    f.write_text(json.dumps(PROFILE))
-    return f
-
-
 def test_profile_errors(tmp_path):
     with pytest.raises(ProfileError, match="does not exist"):
         Profile.load(tmp_path / "missing.json")

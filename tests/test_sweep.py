@@ -72,13 +72,14 @@ def test_failed_run_is_a_row_and_the_sweep_goes_on(tmp_path):
     assert res.returncode == 0, res.stderr
     (row,) = rows(tmp_path / "results" / "bad.csv")
     assert row["status"] == "failed" and row["error"]
-    # a 1-second timeout on a run that takes longer: a timeout row, then the next run
+    # a 5-second timeout on a run that takes far longer: a timeout row, then the next run
+    # (a tiny one, well inside 5 s even on a loaded machine)
     res = sweep(tmp_path, "--algos", "summa", "--ranks", "4,1", "--shapes",
-                "3072,3072,3072;32,32,32", "--repeat", "5", "--timeout", "1", "--results",
+                "4096,4096,4096;32,32,32", "--repeat", "20", "--timeout", "5", "--results",
                 "results/t.csv")
     assert res.returncode == 0, res.stderr
     status = {(r["P"], r["M"]): r["status"] for r in rows(tmp_path / "results" / "t.csv")}
-    assert status[("4", "3072")] == "timeout"
+    assert status[("4", "4096")] == "timeout"
     assert status[("1", "32")] == "ok"
 
 

@@ -153,11 +153,11 @@ def test_schedule_levels_on_the_tree():
                          for e in roots)
 
 
-def test_predict_prefers_cheaper_levels():
+def test_predict_prefers_cheaper_levels(profile_file):
     from bench.model import Profile, predict, schedule
     from topology.links import LinkModel
 
-    prof = Profile.load("results/profile.json")
+    prof = Profile.load(profile_file)
     tree = parse_topology("mncore:2,2,2,2")
     links = LinkModel.load("mncore-emu", tree)
     module = get("tesseract")
@@ -168,14 +168,14 @@ def test_predict_prefers_cheaper_levels():
     assert max(secs.values()) > 2 * min(secs.values())
 
 
-def test_predict_cli_on_the_board():
+def test_predict_cli_on_the_board(profile_file):
     import time
 
     from launch import distmm
 
     t0 = time.perf_counter()
     r = distmm("predict", "tesseract", "--shape", "8192,8192,8192", "--topology", "mncore",
-               "--bind", "all", "--links", "mncore", "--profile", "results/profile.json",
+               "--bind", "all", "--links", "mncore", "--profile", str(profile_file),
                "--json")
     assert r.returncode == 0, r.stderr
     rec = json.loads(r.stdout)
@@ -185,5 +185,5 @@ def test_predict_cli_on_the_board():
     assert "_L2B" in rec["bindings"][0]["layouts"]["B"]
     assert time.perf_counter() - t0 < 30
     r = distmm("predict", "summa25d", "--shape", "64,64,64", "--topology", "mncore",
-               "--links", "mncore", "--profile", "results/profile.json")
+               "--links", "mncore", "--profile", str(profile_file))
     assert r.returncode == 2 and "cannot be bound" in r.stderr

@@ -16,10 +16,10 @@ def _record(r):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def test_cannon_bound_and_emulated():
+def test_cannon_bound_and_emulated(profile_file):
     rec = _record(distmm_mpi(16, "run", "cannon", "--shape", "64,48,40", *TREE,
                              "--bind", "x=L1B+PE,y=L2B+MAB", "--emulate-links", "mncore-emu",
-                             "--profile", "results/profile.json", "--repeat", "1", "--json"))
+                             "--profile", str(profile_file), "--repeat", "1", "--json"))
     assert rec["verified"] and rec["binding"] == "x=L1B+PE,y=L2B+MAB"
     assert rec["emulate_links"] == "mncore-emu" and rec["tree"]["L2B"] == 2
     assert "R@[2*L2B + 2*L1B + MAB + PE]" in rec["layouts"]["A"]

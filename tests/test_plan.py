@@ -1,0 +1,112 @@
+"""`distmm plan`: candidates, memory budget, Pareto front, the run command, chains (serial)."""
+
+import json
+import time
+
+import pytest
+
+from algorithms import ALGORITHMS, get
+from bench.model import Profile
+from bench.plan_cmd import candidates, parse_bytes, plan_chain
+from launch import distmm
+
+PROFILE = {
+    "machine": {"cores": 2},
+    "p2p": {"small": {"alpha": 2e-6, "beta": 1e-10}, "large": {"alpha": 5e-6, "beta": 1e-10}},
+    "gemm": {"float32": [[512, 512, 512, 0.0025]], "float64": [[512, 512, 512, 0.005]]},
+    "collective_factor": {},
+}
+
+
+@pytest.fixture
+def profile_file(tmp_path):
+    f = tmp_path / "profile.json"
+    f.write_text(json.dumps(PROFILE))
+    return f
+
+
+def test_candidates_cover_every_algorithm_and_grid(profile_file):
+    cands = candidates((256, 256, 256), 4, Profile.load(profile_file))
+    for name in ALGORITHMS:
+        grids = {tuple(g) for g in get(name).grids(4)}
+        seen = {tuple(c.options.get("fop") or c.options.get("grid")) for c in cands
+                if c.algo == name}
+        assert seen == grids, name
+    assert {c.overlap for c in cands} == {True, False}
+    assert any("panel" in c.options for c in cands)  # panel widths below the default
+    times = [c.seconds for c in cands]
+    assert times == sorted(times)
+
+
+def test_pareto_front_is_non_dominated(profile_file):
+    cands = candidates((512, 256, 1024), 8, Profile.load(profile_file))
+    front = [c for c in cands if c.pareto]
+    assert front and front[0] is cands[0]
+    for f in front:
+        assert not any(o.seconds <= f.seconds and o.memory <= f.memory
+                       and (o.seconds < f.seconds or o.memory < f.memory) for o in cands)
+    for c in cands:  # everything off the front is dominated (or ties) by something on it
+        if not c.pareto:
+            assert any(f.seconds <= c.seconds and f.memory <= c.memory for f in front)
+
+
+def test_memory_budget(profile_file):
+    base = ["plan", "--shape", "1024,1024,1024", "--P", "4", "--profile", str(profile_file),
+            "--json"]
+    r = distmm(*base)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert {"candidates", "pareto", "recommended", "planning_seconds"} <= out.keys()
+    assert {"algo", "grid", "options", "overlap", "predicted_seconds", "memory_per_rank",
+            "bytes_per_rank", "pareto", "command"} <= out["recommended"].keys()
+    mems = sorted(c["memory_per_rank"] for c in out["candidates"])
+    fastest = out["candidates"][0]
+    budget = mems[0] + 1
+    r = distmm(*base, "--memory-per-rank", str(budget))
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(r.stdout)["recommended"]
+    assert rec["memory_per_rank"] <= budget
+    assert fastest["memory_per_rank"] > budget or rec == fastest
+    r = distmm(*base[:-1], "--memory-per-rank", str(mems[0] - 1))
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no plan fits" in lines[0]
+    assert f"{mems[0] / 2**20:.2f} MiB" in lines[0]
+
+
+def test_parse_bytes():
+    assert parse_bytes("2GiB") == 2 * 2**30
+    assert parse_bytes("512MiB") == 512 * 2**20
+    assert parse_bytes("1000") == 1000
+    assert parse_bytes("1.5GB") == 1_500_000_000
+
+
+def test_planning_is_fast(profile_file):
+    prof = Profile.load(profile_file)
+    candidates((512, 512, 512), 16, prof)  # imports and caches warm
+    for P in (4, 8, 9, 16):
+        t0 = time.perf_counter()
+        candidates((1024, 1024, 1024), P, prof)
+        assert time.perf_counter() - t0 < 1.0, P
+
+
+def test_chain_beats_or_ties_greedy(profile_file):
+    res = plan_chain((512, 256, 1024, 256), 4, Profile.load(profile_file))
+    assert len(res["chosen"]) == 2 and len(res["redistribution"]) == 1
+    assert res["total"] <= res["greedy_total"] + 1e-12
+    res = plan_chain((256, 512, 128, 512, 256), 4, Profile.load(profile_file))
+    assert len(res["chosen"]) == 3 and len(res["redistribution"]) == 2
+    assert res["total"] <= res["greedy_total"] + 1e-12
+    r = distmm("plan", "--chain", "256,512,128,512,256", "--P", "4", "--profile",
+               str(profile_file))
+    assert r.returncode == 0, r.stderr
+    assert "shortest path" in r.stdout and "greedy" in r.stdout
+
+
+def test_printed_command_runs(profile_file):
+    r = distmm("plan", "--shape", "64,48,40", "--P", "4", "--profile", str(profile_file),
+               "--run", "--top", "1", "--repeat", "1", timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "run it:  mpiexec -n 4 distmm run " in r.stdout
+    assert "predicted vs measured" in r.stdout
+    assert "first choice was the measured fastest" in r.stdout
