@@ -16,6 +16,7 @@ SUBCOMMANDS = {
     "run": ("bench.run_cmd", "run one distributed multiplication (under mpiexec)"),
     "calibrate": ("bench.calibrate_cmd", "measure this machine for the cost model (under mpiexec)"),
     "predict": ("bench.predict_cmd", "predict a run's time from a profile (no MPI needed)"),
+    "plan": ("bench.plan_cmd", "choose algorithm, grid and parameters by the model (no MPI)"),
     "analyze": ("bench.analyze_cmd", "compare a traced run with the model, phase by phase"),
     "sweep": ("bench.sweep_cmd", "run a scaling sweep under mpiexec into a results table"),
     "report": ("bench.report_cmd", "plots and a report (Markdown, HTML) from a results table"),

@@ -1,0 +1,107 @@
+"""`distmm plan` against measurement (issue 8): does the first choice win when run?
+
+    .venv/bin/python scripts/plan_accuracy.py [--profile results/profile.json] [--ranks 4,6,8,9]
+        [--repeat 3] [--top 3] [--out results/plan_accuracy.txt]
+
+For every (shape, P) case: plan (every candidate priced by the model, timed), take the
+recommendation and the next fastest candidates with a different (algorithm, grid) (what
+``distmm plan --run`` runs), run them back to back with ``distmm run --json --repeat R`` and
+compare. Targets: the first choice is the measured fastest in >= 80% of cases and within 10% of
+the measured fastest in >= 95%; planning one case takes < 1 s.
+
+The profile should be calibrated at 8 ranks (``mpiexec -n 8 distmm calibrate --out FILE``); it
+is made if missing.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.model import Profile  # noqa: E402
+from bench.plan_cmd import candidates, measure, recommend, run_set  # noqa: E402
+
+SHAPES = [
+    (1024, 1024, 1024), (1536, 1536, 1536), (2048, 2048, 2048),  # square
+    (8192, 512, 512), (4096, 256, 1024),                         # tall-skinny
+    (512, 8192, 512),                                             # K-large
+    (512, 512, 8192),                                             # wide
+    (2048, 1024, 512),                                            # mixed
+]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", default=str(ROOT / "results" / "profile.json"))
+    ap.add_argument("--ranks", default="4,6,8,9")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--top", type=int, default=3)
+    ap.add_argument("--out", default=str(ROOT / "results" / "plan_accuracy.txt"))
+    args = ap.parse_args()
+    if not Path(args.profile).exists():
+        mpiexec = str(Path(sys.executable).parent / "mpiexec")
+        print(f"calibrating at 8 ranks into {args.profile} ...", flush=True)
+        subprocess.run([mpiexec, "-n", "8", sys.executable, "-m", "bench.cli", "calibrate",
+                        "--out", args.profile], check=True, timeout=600)
+    profile = Profile.load(args.profile)
+    ranks = [int(r) for r in args.ranks.split(",")]
+    lines = []
+
+    def say(text=""):
+        print(text, flush=True)
+        lines.append(text)
+
+    say(f"distmm plan accuracy: profile {args.profile} (calibrated at "
+        f"{profile.meta.get('ranks', '?')} ranks, {profile.cores} cores); top {args.top} "
+        f"distinct (algorithm, grid) per case, --repeat {args.repeat}")
+    head = (f"{'case':<22}{'first choice':<30}{'measured fastest':<30}"
+            f"{'first/fastest':>14}{'hit':>5}{'<=10%':>7}{'plan [ms]':>10}")
+    say(head)
+    hits = within = total = 0
+    plan_max = 0.0
+    started = time.monotonic()
+    for P in ranks:
+        for shape in SHAPES:
+            t0 = time.perf_counter()
+            cands = candidates(shape, P, profile, "float32", P)
+            best = recommend(cands, None)
+            runs = run_set(cands, best, args.top)
+            plan_s = time.perf_counter() - t0
+            plan_max = max(plan_max, plan_s)
+            got = measure(runs, shape, P, "float32", args.repeat)
+            timed = [(c, s) for c, (s, _) in zip(runs, got) if s is not None]
+            case = f"P={P} {'x'.join(map(str, shape))}"
+            if got[0][0] is None or not timed:
+                say(f"{case:<22}{_name(best):<30}failed: {got[0][1]}")
+                total += 1
+                continue
+            fast_c, fast_s = min(timed, key=lambda cs: cs[1])
+            ratio = got[0][0] / fast_s
+            hit, ok = fast_c is best, ratio <= 1.10
+            total += 1
+            hits += hit
+            within += ok
+            say(f"{case:<22}{_name(best):<30}{_name(fast_c):<30}{ratio:>14.3f}"
+                f"{'yes' if hit else 'no':>5}{'yes' if ok else 'no':>7}{plan_s * 1e3:>10.0f}")
+    say()
+    say(f"cases {total}: first choice measured fastest in {hits} ({100 * hits / total:.0f}%, "
+        f"target 80%), within 10% in {within} ({100 * within / total:.0f}%, target 95%); "
+        f"max planning time {plan_max * 1e3:.0f} ms (target < 1000 ms); "
+        f"wall {time.monotonic() - started:.0f} s")
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    Path(args.out).write_text("\n".join(lines) + "\n")
+    return 0
+
+
+def _name(c) -> str:
+    extra = f" {c.params_text}" if c.params_text != "-" else ""
+    return f"{c.algo} {c.grid_text}{extra}{'' if c.overlap else ' novl'}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
