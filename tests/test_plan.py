@@ -10,21 +10,6 @@ from bench.model import Profile
 from bench.plan_cmd import candidates, parse_bytes, plan_chain
 from launch import distmm
 
-PROFILE = {
-    "machine": {"cores": 2},
-    "p2p": {"small": {"alpha": 2e-6, "beta": 1e-10}, "large": {"alpha": 5e-6, "beta": 1e-10}},
-    "gemm": {"float32": [[512, 512, 512, 0.0025]], "float64": [[512, 512, 512, 0.005]]},
-    "collective_factor": {},
-}
-
-
-@pytest.fixture
-def profile_file(tmp_path):
-    f = tmp_path / "profile.json"
-    f.write_text(json.dumps(PROFILE))
-    return f
-
-
 def test_candidates_cover_every_algorithm_and_grid(profile_file):
     cands = candidates((256, 256, 256), 4, Profile.load(profile_file))
     for name in ALGORITHMS:

@@ -94,8 +94,8 @@ class AbstractMesh:
         return RankView(self, rank, binding, tree)
 
 
-class _AlgorithmAxes:
-    """Names and sizes of the algorithm's mesh axes, for anything that has ``abstract``."""
+class _Axes:
+    """Names and sizes of the axes of ``abstract`` (an algorithm's mesh, or a tree's levels)."""
 
     abstract: AbstractMesh
 
@@ -113,7 +113,7 @@ class _AlgorithmAxes:
 
 
 @dataclass(frozen=True)
-class RankView(_AlgorithmAxes):
+class RankView(_Axes):
     """The attributes of a :class:`Mesh` that do not need MPI: names, sizes, rank, coords."""
 
     abstract: AbstractMesh
@@ -133,7 +133,7 @@ class RankView(_AlgorithmAxes):
 
 
 @dataclass(eq=False)
-class Mesh(_AlgorithmAxes):
+class Mesh(_Axes):
     """An AbstractMesh bound to an MPI communicator (a periodic Cartesian one, no reordering)."""
 
     abstract: AbstractMesh
@@ -204,7 +204,7 @@ class Mesh(_AlgorithmAxes):
 
 
 @dataclass(frozen=True)
-class PhysicalView:
+class PhysicalView(_Axes):
     """A bound mesh seen as the tree itself (what gather/redistribute of bound layouts need)."""
 
     abstract: AbstractMesh
@@ -212,11 +212,3 @@ class PhysicalView:
     cart: object
     rank: int
     coords: dict
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return self.abstract.names
-
-    @property
-    def sizes(self) -> dict[str, int]:
-        return self.abstract.sizes
