@@ -96,7 +96,8 @@ class Pending:
         return self.result
 
 
-_COMM_KINDS = ("shift", "bcast", "allgather", "reduce_scatter", "allreduce")
+# the event kinds that move data (the model and calibration use the same list)
+COMM_KINDS = ("shift", "bcast", "allgather", "reduce_scatter", "allreduce")
 _CHUNKS = 8  # GEMM row chunks between progress polls when messages are in flight
 
 
@@ -142,14 +143,10 @@ class Comm:
     def messages(self) -> int:
         return sum(e.messages for e in self.events)
 
-    @property
-    def flops(self) -> int:
-        return sum(e.flops for e in self.events)
-
     def _record(self, **kw) -> Event:
         if self.fault is not None:
             self.fault(kw["kind"])
-        if self.binding is not None and kw["kind"] in _COMM_KINDS:
+        if self.binding is not None and kw["kind"] in COMM_KINDS:
             kw.update(self._levels(kw["kind"], kw["axes"], kw["group"], kw["sent"],
                                    kw.pop("disp", 0)))
         kw.pop("disp", None)

@@ -22,7 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .model import COMM_KINDS, EAGER_LIMIT, Profile, collective_formula
+from algorithms.comm import COMM_KINDS
+
+from .model import EAGER_LIMIT, Profile, collective_formula
 
 P2P_SIZES = [1 << s for s in range(0, 25, 2)]  # 1 B .. 16 MiB
 COLL_SIZES = [1 << s for s in range(10, 25, 2)]  # 1 KiB .. 16 MiB

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 
-COMM_KINDS = ("shift", "bcast", "allgather", "reduce_scatter", "allreduce")
 EAGER_LIMIT = 16384  # bytes: below, MPICH uses the short-message algorithms
 
 
