@@ -1,0 +1,77 @@
+"""The algorithm interface: one :class:`Algorithm` record per algorithm module.
+
+The record says everything the commands and the planner need: the grids an algorithm admits,
+its options (type, default, choices, help, the values the planner tries), how it plans, prepares
+and multiplies, the cost the literature states for it and the memory a rank needs. `distmm`'s
+flags and the planner's search space are generated from these records, so adding an algorithm is
+one module that ends with ``ALGORITHM = Algorithm(...)`` plus one line in ``algorithms/__init__``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .plan import Plan
+
+
+@dataclass(frozen=True)
+class Option:
+    """One algorithm option: the keyword of ``plan()`` and the flag ``--NAME``.
+
+    ``type`` is ``int`` or ``tuple`` (a list of integers, written ``2x3`` or ``2,3``; ``length``
+    fixes how many). ``default`` None means the algorithm chooses. ``candidates(plan)`` lists the
+    values the planner tries, given the plan with every option at its default.
+    """
+
+    name: str
+    help: str
+    type: type = int
+    length: int | None = None
+    metavar: str | None = None
+    default: object = None
+    choices: tuple = ()
+    is_grid: bool = False  # its values are the entries of Algorithm.grids(P)
+    candidates: Callable[[Plan], Iterable] | None = None
+
+
+GRID = Option("grid", "process grid, e.g. 2x3 or 2,2,2 (default: the algorithm's choice for the "
+              "rank count)", type=tuple, metavar="GRID", is_grid=True)
+
+
+def keep_blocks(plan: Plan, a: np.ndarray, b: np.ndarray, coords) -> tuple:
+    """The default prepare: the generated blocks are the algorithm's state as they are."""
+    return a, b
+
+
+def blocks_memory(plan: Plan, itemsize: int) -> int:
+    """Bytes one rank needs, roughly: its A, B and C blocks, plus the copies and double buffers
+    the algorithms keep (4x the inputs, 3x the output)."""
+    a, b, c = (math.prod(layout.block_shape) for layout in (plan.A, plan.B, plan.C))
+    return itemsize * (4 * (a + b) + 3 * c)
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """What one algorithm module declares (see the module docstring)."""
+
+    name: str
+    summary: str
+    grids: Callable[[int], list[tuple[int, ...]]]
+    plan: Callable[..., Plan]  # plan(shape, P, *, overlap=True, **{option.name: value})
+    multiply: Callable  # (plan, comm, state) -> this rank's C block
+    options: tuple[Option, ...] = (GRID,)
+    prepare: Callable = keep_blocks  # (plan, a, b, coords) -> state; untimed
+    # (shape, P, grid, alpha, beta per word) -> {"seconds", "words_per_rank", "formula", "note"}
+    stated_cost: Callable | None = None
+    memory: Callable[[Plan, int], int] = blocks_memory
+
+    @property
+    def grid_option(self) -> Option:
+        return next(o for o in self.options if o.is_grid)
+
+    def option(self, name: str) -> Option | None:
+        return next((o for o in self.options if o.name == name), None)
