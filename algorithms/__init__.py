@@ -1,30 +1,50 @@
 """Distributed matmul algorithms, one module each, all SPMD loops over algorithms.comm.Comm.
 
-Every module provides ``NAME``, ``grids(P)`` (the process grids it admits for P ranks),
-``plan(shape, P, **options) -> Plan`` (validates and declares the A, B, C layouts),
-``prepare(plan, a, b, coords)`` (arranges this rank's generated blocks, untimed) and
-``multiply(plan, comm, state) -> C block`` (the timed SPMD loop).
+Every module ends with ``ALGORITHM = Algorithm(...)`` (algorithms.spec): its name, the grids it
+admits for P ranks, its options, ``plan(shape, P, **options) -> Plan`` (validates and declares
+the A, B, C layouts), ``prepare(plan, a, b, coords)`` (arranges this rank's generated blocks,
+untimed), ``multiply(plan, comm, state) -> C block`` (the timed SPMD loop), the cost the
+literature states and the memory a rank needs. Adding an algorithm is its module plus one line
+in ``_registry``.
 """
 
 from __future__ import annotations
 
-import importlib
+from functools import cache
 
-ALGORITHMS = {
-    "cannon": "Cannon's algorithm on a p x p mesh (skewed start, ring shifts)",
-    "summa": "2D SUMMA on any p x q mesh (row/column panel broadcasts)",
-    "summa3d": "3D SUMMA (Agarwal et al.) on a p x p x p mesh",
-    "summa25d": "2.5D SUMMA on a p x p x d mesh (K split over layers, C reduce-scattered)",
-    "cannon25d": "2.5D Cannon (Solomonik-Demmel) on a p x p x d mesh",
-    "tesseract": "Tesseract (2.5D tensor parallel, Colossal-AI) on a q x q x d mesh",
-    "t10": "T10 rTensor rotation for an operator partition F_op = [F_m, F_k, F_n]",
-}
+from .plan import PlanError
+from .spec import Algorithm
+
+ALGORITHMS: dict[str, Algorithm]  # name -> record, in this order; built on first use
 
 
-def get(name: str):
-    """The module implementing algorithm ``name``."""
-    from .plan import PlanError
+@cache
+def _registry() -> dict[str, Algorithm]:
+    # Imported on first use, not with the package: `python -m algorithms.cannon` runs a module
+    # that importing the package must not have loaded already (runpy warns if it has).
+    from . import cannon, cannon25d, summa, summa3d, summa25d, t10, tesseract
 
-    if name not in ALGORITHMS:
-        raise PlanError(f"unknown algorithm {name!r} (choose from {', '.join(ALGORITHMS)})")
-    return importlib.import_module(f"algorithms.{name}")
+    records = (
+        cannon.ALGORITHM,
+        summa.ALGORITHM,
+        summa3d.ALGORITHM,
+        summa25d.ALGORITHM,
+        cannon25d.ALGORITHM,
+        tesseract.ALGORITHM,
+        t10.ALGORITHM,
+    )
+    return {algorithm.name: algorithm for algorithm in records}
+
+
+def __getattr__(name: str):
+    if name == "ALGORITHMS":
+        return _registry()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def get(name: str) -> Algorithm:
+    """The record of algorithm ``name``."""
+    registry = _registry()
+    if name not in registry:
+        raise PlanError(f"unknown algorithm {name!r} (choose from {', '.join(registry)})")
+    return registry[name]

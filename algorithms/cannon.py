@@ -9,13 +9,16 @@ step t+1's blocks are in flight while step t multiplies.
 
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
 
-from layouts import parse_layout
+from layouts.builder import build, dev, mem, rotate, time
+from topology import AbstractMesh
 
 from .plan import Plan, ceil_to, check_grid, check_shape, exact_root
+from .spec import Algorithm, cube_side
 
 NAME = "cannon"
 
@@ -27,21 +30,23 @@ def grids(P: int) -> list[tuple[int, ...]]:
 
 def plan(shape, P: int, *, grid=None, overlap: bool = True) -> Plan:
     M, K, N = check_shape(shape, NAME)
-    p, _ = check_grid(NAME, P, grid, grids(P), "a square number of ranks (p x p)")
+    p, _ = check_grid(NAME, P, grid, grids, "a square number of ranks (p x p)")
     m, k, n = ceil_to(M, p) // p, ceil_to(K, p) // p, ceil_to(N, p) // p
-    from topology import AbstractMesh
-
+    mesh = AbstractMesh((("x", p), ("y", p)))
+    skew = rotate({"x": 1, "y": 1})
     return Plan(
-        NAME, (M, K, N), AbstractMesh((("x", p), ("y", p))),
-        A=parse_layout(f"({M},{K})/(({p}_x, {m}), ({p}_Time, {k}); R@[x + y])"),
-        B=parse_layout(f"({K},{N})/(({p}_Time, {k}), ({p}_y, {n}); R@[x + y])"),
-        C=parse_layout(f"({M},{N})/(({p}_x, {m}), ({p}_y, {n}))"),
+        NAME,
+        (M, K, N),
+        mesh,
+        A=build(
+            (M, K), [[dev("x", p), mem(m)], [time(p), mem(k)]], rotation=skew, sizes=mesh.sizes
+        ),
+        B=build(
+            (K, N), [[time(p), mem(k)], [dev("y", p), mem(n)]], rotation=skew, sizes=mesh.sizes
+        ),
+        C=build((M, N), [[dev("x", p), mem(m)], [dev("y", p), mem(n)]]),
         overlap=overlap,
     )
-
-
-def prepare(plan: Plan, a: np.ndarray, b: np.ndarray, coords):
-    return a, b
 
 
 def multiply(plan: Plan, comm, state) -> np.ndarray:
@@ -50,8 +55,16 @@ def multiply(plan: Plan, comm, state) -> np.ndarray:
     return cannon_steps(comm, a, b, c, overlap=plan.overlap)
 
 
-def cannon_steps(comm, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, overlap: bool,
-                 a_axis: str = "y", b_axis: str = "x") -> np.ndarray:
+def cannon_steps(
+    comm,
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    *,
+    overlap: bool,
+    a_axis: str = "y",
+    b_axis: str = "x",
+) -> np.ndarray:
     """Cannon's p steps from the skewed start: ``c = sum_t A_t @ B_t``, returned in ``c``.
 
     After each step but the last, A moves one place back along ``a_axis`` (left along the row)
@@ -77,6 +90,28 @@ def cannon_steps(comm, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, overlap: 
             b = comm.shift(b, b_axis, -1, b_bufs[t % 2])
     return c
 
+
+def stated_cost(shape, P: int, grid, alpha: float, beta: float, note: str = "") -> dict:
+    """2(sqrt(P) - 1) shifts of an n^2/P block of A and of B (square n x n)."""
+    n = cube_side(shape)
+    s = math.sqrt(P)
+    words = 2 * (s - 1) * n * n / P
+    return {
+        "seconds": 2 * (s - 1) * alpha + words * beta,
+        "words_per_rank": words,
+        "formula": "2(sqrt(P)-1)(alpha + n^2/P beta)",
+        "note": note,
+    }
+
+
+ALGORITHM = Algorithm(
+    name=NAME,
+    summary="Cannon's algorithm on a p x p mesh (skewed start, ring shifts)",
+    grids=grids,
+    plan=plan,
+    multiply=multiply,
+    stated_cost=stated_cost,
+)
 
 if __name__ == "__main__":
     from bench.cli import main

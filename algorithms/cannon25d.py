@@ -24,44 +24,65 @@ import sys
 
 import numpy as np
 
-from layouts import parse_layout
+from layouts.builder import build, dev, mem, rotate, time
+from topology import AbstractMesh
 
-from . import cannon, summa25d
+from .cannon import cannon_steps
 from .plan import Plan, ceil_to, check_grid, check_shape
+from .spec import Algorithm
+from .summa25d import WHAT, stated_cost
+from .summa25d import grids as layered_grids
 
 NAME = "cannon25d"
 
 
 def grids(P: int) -> list[tuple[int, ...]]:
-    return summa25d.grids(P)
+    return layered_grids(P)
 
 
 def plan(shape, P: int, *, grid=None, overlap: bool = True) -> Plan:
     M, K, N = check_shape(shape, NAME)
-    p, _, d = check_grid(NAME, P, grid, grids(P), summa25d.WHAT)
+    p, _, d = check_grid(NAME, P, grid, grids, WHAT)
     m, kk, n = ceil_to(M, p * d) // p, ceil_to(K, d * p) // (d * p), ceil_to(N, p) // p
-    from topology import AbstractMesh
-
+    mesh = AbstractMesh((("x", p), ("y", p), ("z", d)))
+    skew = rotate({"x": 1, "y": 1})
     return Plan(
-        NAME, (M, K, N), AbstractMesh((("x", p), ("y", p), ("z", d))),
-        A=parse_layout(f"({M},{K})/(({p}_x, {m}), ({d}_z, {p}_Time, {kk}); R@[x + y])"),
-        B=parse_layout(f"({K},{N})/(({d}_z, {p}_Time, {kk}), ({p}_y, {n}); R@[x + y])"),
-        C=parse_layout(f"({M},{N})/(({p}_x, {d}_z, {m // d}), ({p}_y, {n}))"),
+        NAME,
+        (M, K, N),
+        mesh,
+        A=build(
+            (M, K),
+            [[dev("x", p), mem(m)], [dev("z", d), time(p), mem(kk)]],
+            rotation=skew,
+            sizes=mesh.sizes,
+        ),
+        B=build(
+            (K, N),
+            [[dev("z", d), time(p), mem(kk)], [dev("y", p), mem(n)]],
+            rotation=skew,
+            sizes=mesh.sizes,
+        ),
+        C=build((M, N), [[dev("x", p), dev("z", d), mem(m // d)], [dev("y", p), mem(n)]]),
         overlap=overlap,
     )
-
-
-def prepare(plan: Plan, a: np.ndarray, b: np.ndarray, coords):
-    return a, b
 
 
 def multiply(plan: Plan, comm, state) -> np.ndarray:
     a, b = state
     c = np.empty((a.shape[0], b.shape[1]), dtype=a.dtype)
-    c = cannon.cannon_steps(comm, a, b, c, overlap=plan.overlap)  # layer l: C over K slice l
+    c = cannon_steps(comm, a, b, c, overlap=plan.overlap)  # layer l: C over K slice l
     comm.step = None
     return comm.reduce_scatter(c, "z", dim=0)  # sum the layers; layer l keeps row piece l
 
+
+ALGORITHM = Algorithm(
+    name=NAME,
+    summary="2.5D Cannon (Solomonik-Demmel) on a p x p x d mesh",
+    grids=grids,
+    plan=plan,
+    multiply=multiply,
+    stated_cost=stated_cost,  # summa25d's: the literature states one 2.5D bound for both
+)
 
 if __name__ == "__main__":
     from bench.cli import main

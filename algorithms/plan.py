@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from layouts import TensorLayout
@@ -62,31 +63,45 @@ def exact_root(P: int, k: int) -> int | None:
     return None
 
 
+def check_positive(algo: str, what: str, value) -> int:
+    """``value`` if it is a positive integer, else the one-line refusal naming ``what``."""
+    if not isinstance(value, int) or value < 1:
+        raise PlanError(f"{algo}: {what} must be a positive integer, got {value}")
+    return value
+
+
 def check_shape(shape, algo: str) -> tuple[int, int, int]:
     if len(shape) != 3 or any((not isinstance(x, int)) or x < 1 for x in shape):
         raise PlanError(f"{algo}: shape must be three positive integers M,K,N, got {shape}")
     return tuple(shape)
 
 
-def check_grid(algo: str, P: int, grid, admissible: list[tuple[int, ...]], what: str):
-    """Pick the default grid, or check a requested one against the admissible grids for P."""
+def check_grid(
+    algo: str, P: int, grid, grids: Callable[[int], list[tuple[int, ...]]], what: str
+) -> tuple[int, ...]:
+    """Pick the default grid (the first of ``grids(P)``), or check a requested one against them.
+
+    ``grids`` is the algorithm's own grid function: with no grid for P, the refusal lists the
+    rank counts (up to 64) it does admit."""
+    admissible = grids(P)
     if not admissible:
-        counts = [n for n in range(1, 65) if _any_grid(algo, n)]
-        raise PlanError(f"{algo} needs {what}; it cannot run on {P} ranks "
-                        f"(it can on {', '.join(map(str, counts[:12]))}, ...)")
+        counts = [n for n in range(1, 65) if grids(n)]
+        raise PlanError(
+            f"{algo} needs {what}; it cannot run on {P} ranks "
+            f"(it can on {', '.join(map(str, counts[:12]))}, ...)"
+        )
     if grid is None:
         return admissible[0]
     grid = tuple(grid)
     if math.prod(grid) != P:
-        raise PlanError(f"{algo}: grid {'x'.join(map(str, grid))} has {math.prod(grid)} ranks "
-                        f"but the job has {P}")
+        raise PlanError(f"{algo}: grid {_x(grid)} has {math.prod(grid)} ranks but the job has {P}")
     if grid not in admissible:
-        raise PlanError(f"{algo}: grid {'x'.join(map(str, grid))} is not {what} "
-                        f"(for {P} ranks: {', '.join('x'.join(map(str, g)) for g in admissible)})")
+        raise PlanError(
+            f"{algo}: grid {_x(grid)} is not {what} "
+            f"(for {P} ranks: {', '.join(map(_x, admissible))})"
+        )
     return grid
 
 
-def _any_grid(algo: str, n: int) -> bool:
-    from . import get
-
-    return bool(get(algo).grids(n))
+def _x(grid) -> str:
+    return "x".join(map(str, grid))

@@ -38,13 +38,24 @@ class Option:
     candidates: Callable[[Plan], Iterable] | None = None
 
 
-GRID = Option("grid", "process grid, e.g. 2x3 or 2,2,2 (default: the algorithm's choice for the "
-              "rank count)", type=tuple, metavar="GRID", is_grid=True)
+GRID = Option(
+    "grid",
+    "process grid, e.g. 2x3 or 2,2,2 (default: the algorithm's choice for the rank count)",
+    type=tuple,
+    metavar="GRID",
+    is_grid=True,
+)
 
 
 def keep_blocks(plan: Plan, a: np.ndarray, b: np.ndarray, coords) -> tuple:
     """The default prepare: the generated blocks are the algorithm's state as they are."""
     return a, b
+
+
+def cube_side(shape) -> float:
+    """n of the literature's square n x n formulas for an M x K x N product: (M K N)^(1/3)."""
+    M, K, N = shape
+    return (M * K * N) ** (1 / 3)
 
 
 def blocks_memory(plan: Plan, itemsize: int) -> int:

@@ -14,9 +14,12 @@ import sys
 
 import numpy as np
 
-from layouts import parse_layout, to_memory
+from layouts import to_memory
+from layouts.builder import build, dev, mem
+from topology import AbstractMesh
 
-from .plan import Plan, PlanError, ceil_to, check_grid, check_shape, factor_pairs
+from .plan import Plan, ceil_to, check_grid, check_positive, check_shape, factor_pairs
+from .spec import GRID, Algorithm, Option, cube_side
 
 NAME = "summa"
 
@@ -25,23 +28,39 @@ def grids(P: int) -> list[tuple[int, ...]]:
     return factor_pairs(P)
 
 
+def panel_width(algo: str, panel: int | None, default: int) -> int:
+    """The panel width: ``default`` when none is given, else a positive integer (checked)."""
+    return default if panel is None else check_positive(algo, "panel width", panel)
+
+
+def panel_widths(plan: Plan) -> list[int | None]:
+    """The widths the planner tries: the default (None), then half and a quarter of it."""
+    w = plan.params["panel"]
+    out: list[int | None] = [None]
+    for cand in (w // 2, w // 4):
+        if cand >= 1 and cand != w and cand not in out:
+            out.append(cand)
+    return out
+
+
+PANEL = Option("panel", "panel width along K", candidates=panel_widths)
+
+
 def plan(shape, P: int, *, grid=None, panel: int | None = None, overlap: bool = True) -> Plan:
     M, K, N = check_shape(shape, NAME)
-    p, q = check_grid(NAME, P, grid, grids(P), "a p x q grid")
+    p, q = check_grid(NAME, P, grid, grids, "a p x q grid")
     lcm = math.lcm(p, q)
-    if panel is not None and (not isinstance(panel, int) or panel < 1):
-        raise PlanError(f"{NAME}: panel width must be a positive integer, got {panel}")
-    b = panel or -(-K // lcm)
+    b = panel_width(NAME, panel, -(-K // lcm))
     Kp = ceil_to(K, lcm * b)
     m, n = ceil_to(M, p) // p, ceil_to(N, q) // q
     ka, kb = Kp // q, Kp // p
-    from topology import AbstractMesh
-
     return Plan(
-        NAME, (M, K, N), AbstractMesh((("x", p), ("y", q))),
-        A=parse_layout(f"({M},{K})/(({p}_x, {m}:{b}), ({q}_y, {ka // b}:{m * b}, {b}:1))"),
-        B=parse_layout(f"({K},{N})/(({p}_x, {kb}), ({q}_y, {n}))"),
-        C=parse_layout(f"({M},{N})/(({p}_x, {m}), ({q}_y, {n}))"),
+        NAME,
+        (M, K, N),
+        AbstractMesh((("x", p), ("y", q))),
+        A=build((M, K), [[dev("x", p), mem(m, b)], [dev("y", q), mem(ka // b, m * b), mem(b, 1)]]),
+        B=build((K, N), [[dev("x", p), mem(kb)], [dev("y", q), mem(n)]]),
+        C=build((M, N), [[dev("x", p), mem(m)], [dev("y", q), mem(n)]]),
         params={"panel": b, "panels": Kp // b},
         overlap=overlap,
     )
@@ -59,8 +78,16 @@ def multiply(plan: Plan, comm, state) -> np.ndarray:
     return summa_panels(comm, a, b, c, overlap=plan.overlap)
 
 
-def summa_panels(comm, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, overlap: bool,
-                 a_axis: str = "y", b_axis: str = "x") -> np.ndarray:
+def summa_panels(
+    comm,
+    a: np.ndarray,
+    b: np.ndarray,
+    c: np.ndarray,
+    *,
+    overlap: bool,
+    a_axis: str = "y",
+    b_axis: str = "x",
+) -> np.ndarray:
     """The SUMMA loop: ``c = sum_g A_g @ B_g`` over the K panels g, returned in ``c``.
 
     ``a`` holds this rank's A panels (npa, m, w), the panels npa*j .. npa*(j+1)-1 of the rank at
@@ -84,8 +111,10 @@ def summa_panels(comm, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, overlap: 
         a_buf = a[ia] if me[a_axis] == col else a_bufs[g % 2]
         b_buf = b[ib] if me[b_axis] == row else b_bufs[g % 2]
         blocking = not overlap
-        return (comm.ibcast(a_buf, col, a_axis, blocking=blocking),
-                comm.ibcast(b_buf, row, b_axis, blocking=blocking))
+        return (
+            comm.ibcast(a_buf, col, a_axis, blocking=blocking),
+            comm.ibcast(b_buf, row, b_axis, blocking=blocking),
+        )
 
     pending = fetch(0)
     for g in range(panels):
@@ -95,6 +124,31 @@ def summa_panels(comm, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, overlap: 
         comm.gemm(a_panel, b_panel, c, accumulate=g > 0, tmp=tmp, progress=pending)
     return c
 
+
+def stated_cost(shape, P: int, grid, alpha: float, beta: float) -> dict:
+    """2 sqrt(P) panel broadcasts of n^2/P words each, binomial trees (square n x n)."""
+    n = cube_side(shape)
+    s = math.sqrt(P)
+    words = 2 * s * n * n / P
+    return {
+        "seconds": 2 * s * alpha * (math.log2(s) if s > 1 else 0) + words * beta,
+        "words_per_rank": words,
+        "formula": "2 sqrt(P) (alpha log sqrt(P) + n^2/P beta)",
+        "note": "counts every panel as received by every rank (binomial broadcasts); "
+        "the schedule counts (p-1)/p of that by the direct convention",
+    }
+
+
+ALGORITHM = Algorithm(
+    name=NAME,
+    summary="2D SUMMA on any p x q mesh (row/column panel broadcasts)",
+    grids=grids,
+    plan=plan,
+    multiply=multiply,
+    options=(GRID, PANEL),
+    prepare=prepare,
+    stated_cost=stated_cost,
+)
 
 if __name__ == "__main__":
     from bench.cli import main

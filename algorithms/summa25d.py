@@ -27,14 +27,18 @@ computation is left to hide it behind).
 
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
 
-from layouts import parse_layout
+from layouts.builder import build, dev, mem
+from topology import AbstractMesh
 
-from . import summa
-from .plan import Plan, PlanError, ceil_to, check_grid, check_shape, exact_root
+from .plan import Plan, ceil_to, check_grid, check_shape, exact_root
+from .spec import GRID, Algorithm, cube_side
+from .summa import PANEL, panel_width, summa_panels
+from .summa import prepare as summa_prepare
 
 NAME = "summa25d"
 WHAT = "a p x p x d grid with 1 <= d <= p (P = p*p*d ranks)"
@@ -52,35 +56,60 @@ def grids(P: int) -> list[tuple[int, ...]]:
 
 def plan(shape, P: int, *, grid=None, panel: int | None = None, overlap: bool = True) -> Plan:
     M, K, N = check_shape(shape, NAME)
-    p, _, d = check_grid(NAME, P, grid, grids(P), WHAT)
-    if panel is not None and (not isinstance(panel, int) or panel < 1):
-        raise PlanError(f"{NAME}: panel width must be a positive integer, got {panel}")
-    w = panel or -(-K // (d * p))
+    p, _, d = check_grid(NAME, P, grid, grids, WHAT)
+    w = panel_width(NAME, panel, -(-K // (d * p)))
     kk = ceil_to(K, d * p * w) // (d * p)  # per-rank K block of A and B
     m, n = ceil_to(M, p * d) // p, ceil_to(N, p) // p
-    from topology import AbstractMesh
-
+    mesh = AbstractMesh((("x", p), ("y", p), ("z", d)))
     return Plan(
-        NAME, (M, K, N), AbstractMesh((("x", p), ("y", p), ("z", d))),
-        A=parse_layout(f"({M},{K})/(({p}_x, {m}:{w}), ({d}_z, {p}_y, {kk // w}:{m * w}, {w}:1))"),
-        B=parse_layout(f"({K},{N})/(({d}_z, {p}_x, {kk}), ({p}_y, {n}))"),
-        C=parse_layout(f"({M},{N})/(({p}_x, {d}_z, {m // d}), ({p}_y, {n}))"),
+        NAME,
+        (M, K, N),
+        mesh,
+        A=build(
+            (M, K),
+            [[dev("x", p), mem(m, w)], [dev("z", d), dev("y", p), mem(kk // w, m * w), mem(w, 1)]],
+        ),
+        B=build((K, N), [[dev("z", d), dev("x", p), mem(kk)], [dev("y", p), mem(n)]]),
+        C=build((M, N), [[dev("x", p), dev("z", d), mem(m // d)], [dev("y", p), mem(n)]]),
         params={"panel": w, "panels": p * kk // w},
         overlap=overlap,
     )
 
 
-def prepare(plan: Plan, a: np.ndarray, b: np.ndarray, coords):
-    return summa.prepare(plan, a, b, coords)  # the same panel-major A and row-panel B as 2D SUMMA
-
-
 def multiply(plan: Plan, comm, state) -> np.ndarray:
     a, b = state
     c = np.empty((a.shape[1], b.shape[2]), dtype=a.dtype)
-    c = summa.summa_panels(comm, a, b, c, overlap=plan.overlap)  # layer l: C over K slice l
+    c = summa_panels(comm, a, b, c, overlap=plan.overlap)  # layer l: C over K slice l
     comm.step = None
     return comm.reduce_scatter(c, "z", dim=0)  # sum the layers; layer l keeps row piece l
 
+
+def stated_cost(shape, P: int, grid, alpha: float, beta: float) -> dict:
+    """The 2.5D bound as stated (Solomonik & Demmel), for a p x p x d grid (square n x n)."""
+    n = cube_side(shape)
+    p, _, d = grid if len(grid) == 3 else (grid[0], grid[1], 1)
+    words = 2 * n * n / (p * d) + 2 * (d - 1) * n * n / d
+    return {
+        "seconds": 2 * alpha * math.log2(max(p, 2)) + alpha * math.log2(max(d, 1)) + words * beta,
+        "words_per_rank": words,
+        "formula": "2 alpha log p + 2 n^2/(p d) beta + alpha log d + 2 (d-1) n^2/d beta",
+        "note": "suspect: the replication/reduction term 2(d-1)n^2/d is a whole matrix per "
+        "rank; a layer's block is n^2/p^2, so the term should read "
+        "2(d-1)/d n^2/p^2 (and this suite starts with K split over layers, so "
+        "only C's reduction remains: (d-1)/d n^2/p^2)",
+    }
+
+
+ALGORITHM = Algorithm(
+    name=NAME,
+    summary="2.5D SUMMA on a p x p x d mesh (K split over layers, C reduce-scattered)",
+    grids=grids,
+    plan=plan,
+    multiply=multiply,
+    options=(GRID, PANEL),
+    prepare=summa_prepare,  # the same panel-major A and row-panel B as 2D SUMMA
+    stated_cost=stated_cost,
+)
 
 if __name__ == "__main__":
     from bench.cli import main

@@ -48,19 +48,28 @@ from collections import deque
 
 import numpy as np
 
-from layouts import parse_layout, time_chunk
+from layouts import time_chunk
 from layouts.blockmap import time_chunks
+from layouts.builder import build, dev, mem, rotate, time
+from topology import AbstractMesh
 
+from .cannon import stated_cost as cannon_cost
 from .comm import Pending
 from .plan import Plan, PlanError, ceil_to, check_shape
+from .spec import Algorithm, Option
 
 NAME = "t10"
 
 
 def grids(P: int) -> list[tuple[int, ...]]:
     """Every F_op = (F_m, F_k, F_n) with F_m F_k F_n == P, the default for a cube shape first."""
-    triples = [(fm, fk, P // (fm * fk)) for fm in range(1, P + 1) if P % fm == 0
-               for fk in range(1, P // fm + 1) if (P // fm) % fk == 0]
+    triples = [
+        (fm, fk, P // (fm * fk))
+        for fm in range(1, P + 1)
+        if P % fm == 0
+        for fk in range(1, P // fm + 1)
+        if (P // fm) % fk == 0
+    ]
     return sorted(triples, key=lambda f: _cost_key(f, (P, P, P)))
 
 
@@ -69,23 +78,32 @@ def _geometry(shape, fop) -> dict:
     (M, K, N), (fm, fk, fn) = shape, fop
     L = math.lcm(fm, fn)
     Kp = ceil_to(K, fk * L)
-    return {"L": L, "u": Kp // (fk * L), "wa": L // fn, "wb": L // fm,
-            "m": ceil_to(M, fm) // fm, "k": Kp // fk, "n": ceil_to(N, fn * fk) // fn}
+    return {
+        "L": L,
+        "u": Kp // (fk * L),
+        "wa": L // fn,
+        "wb": L // fm,
+        "m": ceil_to(M, fm) // fm,
+        "k": Kp // fk,
+        "n": ceil_to(N, fn * fk) // fn,
+    }
 
 
 def _cost_key(fop, shape) -> tuple:
     """Words a core receives (rotations of A and B, reduce-scatter of C), then tie-breaks."""
     fm, fk, fn = fop
     g = _geometry(shape, fop)
-    words = (g["m"] * g["k"] * (fn - 1) // fn + g["k"] * g["n"] * (fm - 1) // fm
-             + g["m"] * g["n"] * (fk - 1) // fk)
+    words = (
+        g["m"] * g["k"] * (fn - 1) // fn
+        + g["k"] * g["n"] * (fm - 1) // fm
+        + g["m"] * g["n"] * (fk - 1) // fk
+    )
     return (words, fk, abs(fm - fn), fm > fn)
 
 
-def _dim(*factors: tuple[int, str | None]) -> str:
-    """One dimension, leaving out device and Time factors of size 1."""
-    kept = [f"{n}_{lv}" if lv else f"{n}" for n, lv in factors if n > 1 or lv is None]
-    return "(" + ", ".join(kept) + ")"
+def valid_paces(units: int, window_a: int, window_b: int) -> list[int]:
+    """The rotating paces an F_op admits: 1 <= rp <= min(W_A, W_B), rp dividing L."""
+    return [r for r in range(1, min(window_a, window_b) + 1) if units % r == 0]
 
 
 def plan(shape, P: int, *, fop=None, pace: int | None = None, overlap: bool = True) -> Plan:
@@ -98,32 +116,44 @@ def plan(shape, P: int, *, fop=None, pace: int | None = None, overlap: bool = Tr
     fm, fk, fn = fop
     if fm * fk * fn != P:
         every = "; ".join(",".join(map(str, f)) for f in grids(P))
-        raise PlanError(f"{NAME}: F_op {fm},{fk},{fn} has {fm * fk * fn} cores but the job has "
-                        f"{P} (for {P} ranks: {every})")
+        raise PlanError(
+            f"{NAME}: F_op {fm},{fk},{fn} has {fm * fk * fn} cores but the job has "
+            f"{P} (for {P} ranks: {every})"
+        )
     g = _geometry((M, K, N), fop)
     L, u, wa, wb = g["L"], g["u"], g["wa"], g["wb"]
-    paces = [r for r in range(1, min(wa, wb) + 1) if L % r == 0]
+    paces = valid_paces(L, wa, wb)
     rp = min(wa, wb) if pace is None else pace
     if not isinstance(rp, int) or rp not in paces:
-        raise PlanError(f"{NAME}: pace {pace} is not valid for F_op {fm},{fk},{fn} (L = {L} units, "
-                        f"windows W_A = {wa}, W_B = {wb}; valid: {', '.join(map(str, paces))})")
-    terms = " + ".join((f"{c}*{lv}" if c > 1 else lv)
-                       for c, lv, size in ((wb, "m", fm), (wa, "n", fn)) if size > 1)
-    def rot(window):
-        extra = (f", pace={rp}" if rp > 1 else "") + (f", window={window}" if window > 1 else "")
-        return f"; R@[{terms}{extra}]" if L > 1 else ""
-
-    ks = _dim((fk, "k"), (L, "Time"), (u, None))
-    from topology import AbstractMesh
-
+        raise PlanError(
+            f"{NAME}: pace {pace} is not valid for F_op {fm},{fk},{fn} (L = {L} units, "
+            f"windows W_A = {wa}, W_B = {wb}; valid: {', '.join(map(str, paces))})"
+        )
+    mesh = AbstractMesh((("m", fm), ("k", fk), ("n", fn)))
+    head = {"m": wb, "n": wa}  # the skew: unit (W_B m + W_A n) mod L
+    ks = [dev("k", fk), time(L), mem(u)]
+    rows = [dev("m", fm), mem(g["m"])]
     return Plan(
-        NAME, (M, K, N), AbstractMesh((("m", fm), ("k", fk), ("n", fn))),
-        A=parse_layout(f"({M},{K})/({_dim((fm, 'm'), (g['m'], None))}, {ks}{rot(wa)})"),
-        B=parse_layout(f"({K},{N})/({ks}, {_dim((fn, 'n'), (g['n'], None))}{rot(wb)})"),
-        C=parse_layout(f"({M},{N})/({_dim((fm, 'm'), (g['m'], None))}, "
-                       f"{_dim((fn, 'n'), (fk, 'k'), (g['n'] // fk, None))})"),
-        params={"fop": list(fop), "pace": rp, "steps": L // rp, "units": L, "unit": u,
-                "window_A": wa, "window_B": wb},
+        NAME,
+        (M, K, N),
+        mesh,
+        A=build((M, K), [rows, ks], rotation=rotate(head, rp, wa), sizes=mesh.sizes),
+        B=build(
+            (K, N),
+            [ks, [dev("n", fn), mem(g["n"])]],
+            rotation=rotate(head, rp, wb),
+            sizes=mesh.sizes,
+        ),
+        C=build((M, N), [rows, [dev("n", fn), dev("k", fk), mem(g["n"] // fk)]]),
+        params={
+            "fop": list(fop),
+            "pace": rp,
+            "steps": L // rp,
+            "units": L,
+            "unit": u,
+            "window_A": wa,
+            "window_B": wb,
+        },
         overlap=overlap,
     )
 
@@ -142,8 +172,10 @@ def prepare(plan: Plan, a: np.ndarray, b: np.ndarray, coords) -> tuple:
 def _units(block: np.ndarray, layout, coords, head: int, u: int, axis: int) -> tuple:
     chunks = sorted(time_chunks(layout, coords))  # held order: increasing chunk
     L = max(layout.time_size, 1)
-    pieces = {c: np.ascontiguousarray(np.take(block, range(i * u, (i + 1) * u), axis=axis))
-              for i, c in enumerate(chunks)}
+    pieces = {
+        c: np.ascontiguousarray(np.take(block, range(i * u, (i + 1) * u), axis=axis))
+        for i, c in enumerate(chunks)
+    }
     return tuple(pieces[c] for c in sorted(chunks, key=lambda c: (c - head) % L))
 
 
@@ -206,7 +238,7 @@ def multiply(plan: Plan, comm, state) -> np.ndarray:
     tmp = comm.scratch("t10.tmp", c)
     for t in range(steps):
         comm.step = t
-        units = list(zip(A.head(rp), B.head(rp)))  # the same rp K units of A and of B
+        units = list(zip(A.head(rp), B.head(rp), strict=True))  # the same rp K units of A and of B
         moving = A.start(comm, rp, False) + B.start(comm, rp, False) if plan.overlap else []
         for j, (a, b) in enumerate(units):
             comm.gemm(a, b, c, accumulate=t + j > 0, tmp=tmp, progress=moving)
@@ -220,6 +252,35 @@ def multiply(plan: Plan, comm, state) -> np.ndarray:
         c = comm.reduce_scatter(c, "k", dim=1)  # sum the K slices; core c keeps column piece c
     return c
 
+
+def stated_cost(shape, P: int, grid, alpha: float, beta: float) -> dict:
+    return cannon_cost(
+        shape,
+        P,
+        grid,
+        alpha,
+        beta,
+        note="t10 is compared with Cannon's formula, exact only for F_op=[p,1,p]",
+    )
+
+
+def _paces(plan: Plan) -> list[int]:
+    return valid_paces(plan.params["units"], plan.params["window_A"], plan.params["window_B"])
+
+
+FOP = Option("fop", "operator partition F_op", type=tuple, length=3, metavar="m,k,n", is_grid=True)
+PACE = Option("pace", "rotating pace (K chunks per step)", candidates=_paces)
+
+ALGORITHM = Algorithm(
+    name=NAME,
+    summary="T10 rTensor rotation for an operator partition F_op = [F_m, F_k, F_n]",
+    grids=grids,
+    plan=plan,
+    multiply=multiply,
+    options=(FOP, PACE),
+    prepare=prepare,
+    stated_cost=stated_cost,
+)
 
 if __name__ == "__main__":
     from bench.cli import main

@@ -30,10 +30,13 @@ import sys
 
 import numpy as np
 
-from layouts import parse_layout
+from layouts.builder import build, dev, mem
+from topology import AbstractMesh
 
-from . import summa
-from .plan import Plan, PlanError, ceil_to, check_grid, check_shape, exact_root
+from .plan import Plan, ceil_to, check_grid, check_shape, exact_root
+from .spec import GRID, Algorithm
+from .summa import PANEL, panel_width, summa_panels
+from .summa import prepare as summa_prepare
 
 NAME = "tesseract"
 WHAT = "a q x q x d grid (P = q*q*d ranks)"
@@ -49,43 +52,49 @@ def grids(P: int) -> list[tuple[int, ...]]:
     return sorted(out, key=lambda g: (abs(g[0] - g[2]), -g[0]))
 
 
-def _lv(size: int, level: str) -> str:
-    """A device factor, or nothing for a level of size 1."""
-    return f"{size}_{level}, " if size > 1 else ""
-
-
 def plan(shape, P: int, *, grid=None, panel: int | None = None, overlap: bool = True) -> Plan:
     M, K, N = check_shape(shape, NAME)
-    q, _, d = check_grid(NAME, P, grid, grids(P), WHAT)
-    if panel is not None and (not isinstance(panel, int) or panel < 1):
-        raise PlanError(f"{NAME}: panel width must be a positive integer, got {panel}")
-    w = panel or -(-K // q)
+    q, _, d = check_grid(NAME, P, grid, grids, WHAT)
+    w = panel_width(NAME, panel, -(-K // q))
     k = ceil_to(K, q * w) // q  # per-rank K block of A (columns) and of B (rows)
     m, n = ceil_to(M, d * q) // (d * q), ceil_to(N, q) // q
-    rows = f"{_lv(d, 'z')}{_lv(q, 'x')}"
-    from topology import AbstractMesh
-
+    mesh = AbstractMesh((("x", q), ("y", q), ("z", d)))
     return Plan(
-        NAME, (M, K, N), AbstractMesh((("x", q), ("y", q), ("z", d))),
-        A=parse_layout(f"({M},{K})/(({rows}{m}:{w}), ({_lv(q, 'y')}{k // w}:{m * w}, {w}:1))"),
-        B=parse_layout(f"({K},{N})/(({_lv(q, 'x')}{k}), ({_lv(q, 'y')}{n})"
-                       + ("; B@[z])" if d > 1 else ")")),
-        C=parse_layout(f"({M},{N})/(({rows}{m}), ({_lv(q, 'y')}{n}))"),
+        NAME,
+        (M, K, N),
+        mesh,
+        A=build(
+            (M, K),
+            [[dev("z", d), dev("x", q), mem(m, w)], [dev("y", q), mem(k // w, m * w), mem(w, 1)]],
+        ),
+        B=build(
+            (K, N),
+            [[dev("x", q), mem(k)], [dev("y", q), mem(n)]],
+            broadcast=["z"],
+            sizes=mesh.sizes,
+        ),
+        C=build((M, N), [[dev("z", d), dev("x", q), mem(m)], [dev("y", q), mem(n)]]),
         params={"panel": w, "panels": q * k // w},
         overlap=overlap,
     )
-
-
-def prepare(plan: Plan, a: np.ndarray, b: np.ndarray, coords):
-    return summa.prepare(plan, a, b, coords)  # the same panel-major A and row-panel B as 2D SUMMA
 
 
 def multiply(plan: Plan, comm, state) -> np.ndarray:
     a, b = state
     c = np.empty((a.shape[1], b.shape[2]), dtype=a.dtype)
     # Layer z runs SUMMA on its rows: the y and x sub-communicators never leave the layer.
-    return summa.summa_panels(comm, a, b, c, overlap=plan.overlap, a_axis="y", b_axis="x")
+    return summa_panels(comm, a, b, c, overlap=plan.overlap, a_axis="y", b_axis="x")
 
+
+ALGORITHM = Algorithm(
+    name=NAME,
+    summary="Tesseract (2.5D tensor parallel, Colossal-AI) on a q x q x d mesh",
+    grids=grids,
+    plan=plan,
+    multiply=multiply,
+    options=(GRID, PANEL),
+    prepare=summa_prepare,  # the same panel-major A and row-panel B as 2D SUMMA
+)
 
 if __name__ == "__main__":
     from bench.cli import main

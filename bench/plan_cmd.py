@@ -27,7 +27,7 @@ dynamic programming solves it optimally in O(products x choices^2).
 from __future__ import annotations
 
 import argparse
-import inspect
+import itertools
 import json
 import math
 import re
@@ -143,29 +143,19 @@ def run_command(c: Candidate, shape, P: int, dtype: str, topology: str = "mesh")
 
 
 def _option_sets(module, algo: str, shape, P: int):
-    """(options) dicts for every grid/F_op, pace and panel width the algorithm admits."""
-    takes = inspect.signature(module.plan).parameters
+    """(options) dicts for every grid/F_op and every candidate of the other options."""
+    key = module.grid_option.name
+    others = [o for o in module.options if not o.is_grid and o.candidates is not None]
     for g in module.grids(P):
-        key = "fop" if "fop" in takes else "grid"
         base = {key: tuple(g)}
         try:
             default = module.plan(tuple(shape), P, **base)
         except PlanError:
             continue
-        if "pace" in takes:
-            top = min(default.params["window_A"], default.params["window_B"])
-            for pace in range(1, top + 1):
-                yield {**base, "pace": pace}  # invalid paces are refused by plan
-        elif "panel" in takes:
-            w = default.params["panel"]
-            widths = []
-            for cand in (w, w // 2, w // 4):
-                if cand >= 1 and cand not in widths:
-                    widths.append(cand)
-            for cand in widths:
-                yield {**base, "panel": cand} if cand != w else dict(base)
-        else:
-            yield base
+        values = [list(o.candidates(default)) for o in others]
+        for combo in itertools.product(*values):
+            chosen = zip(others, combo, strict=True)
+            yield {**base, **{o.name: v for o, v in chosen if v != o.default}}
 
 
 def candidates(shape, P: int, profile: Profile, dtype: str = "float32",

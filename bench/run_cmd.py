@@ -8,7 +8,6 @@ gives one line and exit status 2 on every rank. Each rank generates only its own
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import math
 import os
@@ -97,17 +96,16 @@ def _nonnegative(text: str) -> int:
 
 def make_plan(args, P: int):
     """The algorithm's plan for these arguments; options it does not take are refused."""
-    module = get(args.algo)
+    algorithm = get(args.algo)
     given = {"grid": args.grid, "fop": args.fop, "pace": args.pace, "panel": args.panel}
-    takes = inspect.signature(module.plan).parameters
     options = {}
     for name, value in given.items():
         if value is None:
             continue
-        if name not in takes:
+        if algorithm.option(name) is None:
             raise PlanError(f"{args.algo} takes no --{name}")
         options[name] = value
-    return module, module.plan(tuple(args.shape), P, overlap=not args.no_overlap, **options)
+    return algorithm, algorithm.plan(tuple(args.shape), P, overlap=not args.no_overlap, **options)
 
 
 def tree_setup(args, plan, links_spec=None):

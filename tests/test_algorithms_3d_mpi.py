@@ -10,7 +10,11 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from algorithms import cannon, cannon25d, summa, summa3d, summa25d
+from algorithms.cannon import ALGORITHM as cannon
+from algorithms.cannon25d import ALGORITHM as cannon25d
+from algorithms.summa import ALGORITHM as summa
+from algorithms.summa3d import ALGORITHM as summa3d
+from algorithms.summa25d import ALGORITHM as summa25d
 from algorithms.plan import PlanError
 from bench.run_cmd import run_plan
 from layouts import held_indices, parse_layout
@@ -27,12 +31,12 @@ DTYPES = [np.float32, np.float64]
 def _cases(module):
     grids = module.grids(P)
     if not grids:
-        pytest.skip(f"{module.NAME} admits no grid for {P} ranks")
+        pytest.skip(f"{module.name} admits no grid for {P} ranks")
     return grids
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.NAME)
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.name)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_every_grid(module, shape):
     for grid in _cases(module):
@@ -57,7 +61,7 @@ def test_summa25d_panels(panel):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.NAME)
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.name)
 def test_repeated_runs_leave_the_inputs_alone(module):
     """multiply runs several times on one prepared state: warm-up, repeats, compute-only."""
     for grid in _cases(module):
@@ -88,7 +92,7 @@ def _expected_bytes(module, grid, shape, itemsize):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.NAME)
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.name)
 def test_bytes_match_the_schedule(module):
     shape = SHAPES[0]
     for grid in _cases(module):
@@ -222,7 +226,7 @@ def test_summa3d_pieces_line_up(shape):
         assert np.array_equal(c_cols, np.array_split(n_gathered, p)[l])
 
 
-@pytest.mark.parametrize("module", [summa25d, cannon25d], ids=lambda m: m.NAME)
+@pytest.mark.parametrize("module", [summa25d, cannon25d], ids=lambda m: m.name)
 @pytest.mark.parametrize("grid", [(2, 2, 2), (3, 3, 2), (3, 3, 3)])
 def test_25d_layers_hold_their_k_slice(module, grid):
     """Layer l holds K slice l; C's rows of block i are cut over z in layer order."""

@@ -16,7 +16,10 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from algorithms import cannon, summa, t10, tesseract
+from algorithms.cannon import ALGORITHM as cannon
+from algorithms.summa import ALGORITHM as summa
+from algorithms.t10 import ALGORITHM as t10
+from algorithms.tesseract import ALGORITHM as tesseract
 from algorithms.comm import Comm
 from algorithms.plan import PlanError
 from bench.run_cmd import make_plan, run_plan
@@ -126,7 +129,7 @@ def test_t10_square_is_cannon():
             finally:
                 mesh.free()
             rename = {"m": "x", "n": "y"} if module is t10 else {}
-            out[module.NAME] = (c, [replace(e, axes=tuple(rename.get(x, x) for x in e.axes))
+            out[module.name] = (c, [replace(e, axes=tuple(rename.get(x, x) for x in e.axes))
                                     for e in comm.events])
         assert np.array_equal(out["t10"][0], out["cannon"][0])
         assert out["t10"][1] == out["cannon"][1]

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from algorithms import cannon, summa
+from algorithms.cannon import ALGORITHM as cannon
+from algorithms.summa import ALGORITHM as summa
 from mpi_helpers import run_and_verify
 
 P = MPI.COMM_WORLD.Get_size()
