@@ -4,13 +4,8 @@ Algorithms are plain SPMD loops over a :class:`Comm`. Every collective, shift an
 through it, so the schedule it records (:class:`Event`) is exactly what ran, and the cost model
 reads that schedule instead of a second description of the algorithm.
 
-Byte counting convention ("direct" delivery, stated once here): a rank is charged for the bytes
-it would send if every piece of data went straight from a holder to each rank that needs it.
-Shift: the buffer. Broadcast: the root sends the buffer to each of the other g-1 ranks.
-Allgather: each rank sends its piece to the g-1 others. Reduce-scatter and all-to-all: each rank
-sends the (g-1)/g of its buffer that belongs to others. Allreduce: twice that (reduce-scatter then
-allgather). Reduce: each non-root sends its buffer. Totals over ranks are then the bytes that must
-cross between ranks, whatever algorithm the MPI library picks internally.
+Events and the byte-counting convention are in algorithms/events.py; the tree levels of events
+and link emulation in algorithms/levels.py.
 
 Modes: ``execute=True`` moves data over MPI. ``execute=False`` ("compute-only") runs the same
 loop with every communication a no-op that returns buffers of the right shape, so timing it
@@ -20,50 +15,25 @@ skips the GEMMs too: the loop only records its schedule, with no MPI at all, for
 Non-blocking operations return a :class:`Pending`; its ``wait()`` appends a ``wait`` event naming
 the operation, so the schedule says when overlapped communication had to be complete.
 
-On an MN-Core tree (a mesh with a binding, see topology/tree.py) every communication event also
-gets ``level``: the highest tree level its messages from this rank cross (a shift: the crossing
-level of (me, destination); a collective: the highest level among its axes' levels), and
-``level_bytes``: ``sent`` split by the level each piece crosses under the direct convention above
-(a shift: all at its level; a collective: ``sent / (g - 1)`` to each other member, at the
-crossing level of (me, that member)). ``phase_level`` is the highest level any member's message
-crosses in the operation (for a shift, the top level of its axis: the ring's wrap-around), which
-bounds the synchronised phase; the model prices events at it. With ``links`` and
-``emulate=True`` an operation that finishes sooner than the link model says is held (sleep) until
-that time has passed since it was issued (for a Pending, in ``wait()``; operations of one rank
-queue on one link channel, as in the model), so measured times and traces show the tree's links.
-A shift is held for the slower of the links its send and its receive cross.
+On an MN-Core tree (a mesh with a binding, see topology/tree.py) communication events carry
+their tree levels; with ``links`` and ``emulate=True`` operations are held to the link model's
+time (algorithms/levels.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from topology import Mesh
+from topology import Mesh, radix
 
-
-@dataclass(frozen=True)
-class Event:
-    """One entry of the schedule a rank executed."""
-
-    kind: str  # shift | bcast | allgather | reduce_scatter | allreduce | gemm | copy | wait
-    axes: tuple[str, ...] = ()
-    group: int = 1  # ranks taking part (1 for a GEMM)
-    nbytes: int = 0  # payload: the buffer (for allgather: this rank's piece)
-    sent: int = 0  # bytes this rank sends, by the convention above
-    messages: int = 0
-    flops: int = 0
-    shape: tuple[int, ...] = ()  # GEMM (m, k, n)
-    step: int | None = None
-    overlapped: bool = False  # issued non-blocking, meant to overlap computation
-    waits: tuple[int, ...] = ()  # kind "wait": indices (in the schedule) of the events waited for
-    level: str | None = None  # on a tree: highest level this rank's messages cross
-    phase_level: str | None = None  # on a tree: highest level any member's messages cross
-    level_bytes: tuple[tuple[str, int], ...] = ()  # on a tree: ``sent`` split by level
+from .events import COMM_KINDS, Event
+from .levels import LinkClock, TreeLevels, hold_until
 
 
 @dataclass
@@ -89,30 +59,38 @@ class Pending:
         if self.finish is not None:
             self.result = self.finish()
             self.finish = None
-        _hold_until(self.hold)
+        hold_until(self.hold)
         self.hold = 0.0
         if comm is not None:
             comm._waited(self, start)
         return self.result
 
 
-# the event kinds that move data (the model and calibration use the same list)
-COMM_KINDS = ("shift", "bcast", "allgather", "reduce_scatter", "allreduce")
 _CHUNKS = 8  # GEMM row chunks between progress polls when messages are in flight
 
 
 class Comm:
     """Communication (and GEMM) for one rank on a mesh; see the module docstring."""
 
-    def __init__(self, mesh: Mesh, *, execute: bool = True, compute: bool = True, tracer=None,
-                 links=None, emulate: bool = False, fault=None):
+    def __init__(
+        self,
+        mesh: Mesh,
+        *,
+        execute: bool = True,
+        compute: bool = True,
+        tracer=None,
+        links=None,
+        emulate: bool = False,
+        fault=None,
+    ):
         self.mesh = mesh
         self.fault = fault  # called with each event kind before it is recorded (bench/faults.py)
         self.binding = getattr(mesh, "binding", None)
         self.tree = getattr(mesh, "tree", None)
         self.links = links  # topology.links.LinkModel
         self.emulate = bool(emulate and links is not None and execute)
-        self._link_free = 0.0  # link emulation: when this rank's link channel is free
+        self.levels = TreeLevels(mesh) if self.binding is not None else None
+        self.clock = LinkClock(self.levels, links) if self.emulate else None
         self.execute = execute
         self.compute = compute  # False with execute=False: record the schedule only (the model)
         self.tracer = tracer
@@ -133,7 +111,8 @@ class Comm:
     def reset(self) -> None:
         self.events = []
         self.step = None
-        self._link_free = 0.0
+        if self.clock is not None:
+            self.clock.reset()
 
     @property
     def bytes_sent(self) -> int:
@@ -147,57 +126,20 @@ class Comm:
         if self.fault is not None:
             self.fault(kw["kind"])
         if self.binding is not None and kw["kind"] in COMM_KINDS:
-            kw.update(self._levels(kw["kind"], kw["axes"], kw["group"], kw["sent"],
-                                   kw.pop("disp", 0)))
+            kw.update(
+                self.levels.annotate(
+                    kw["kind"], kw["axes"], kw["group"], kw["sent"], kw.pop("disp", 0)
+                )
+            )
         kw.pop("disp", None)
         ev = Event(step=self.step, **kw)
         self.events.append(ev)
         return ev
 
-    # -- the tree ---------------------------------------------------------------------------
-    def _levels(self, kind: str, axes, g: int, sent: int, disp: int) -> dict:
-        from topology.links import crossing_level_coords, members_by_level
-
-        groups, tree = self.binding.map, self.tree
-        if kind == "shift":
-            (axis,) = axes
-            level = crossing_level_coords(self._tree_coords(axis, disp), self._tree_coords(axis, 0))
-            top = next(lv for lv in groups[axis] if tree.sizes[lv] > 1)
-            return {"level": level, "phase_level": top,
-                    "level_bytes": ((level, sent),) if sent else ()}
-        by = members_by_level(tree, [lv for a in axes for lv in groups[a]])
-        level = next(iter(by), None)
-        per = sent // (g - 1)
-        return {"level": level, "phase_level": level,
-                "level_bytes": tuple((lv, per * n) for lv, n in by.items() if per)}
-
-    def _tree_coords(self, axis: str, disp: int) -> dict:
-        coords = dict(self.mesh.coords)
-        coords[axis] = (coords[axis] + disp) % self.mesh.sizes[axis]
-        return self.binding.tree_coords(coords, self.tree)
-
-    def _link_seconds(self, ev: Event, disp: int = 0) -> float:
-        """Emulated duration of an operation on the tree's links."""
-        from topology.links import crossing_level_coords
-
-        if ev.kind == "shift":
-            (axis,) = ev.axes
-            recv = crossing_level_coords(self._tree_coords(axis, -disp),
-                                         self._tree_coords(axis, 0))
-            return max(self.links.message(ev.level, ev.nbytes),
-                       self.links.message(recv, ev.nbytes))
-        return self.links.collective(ev.kind, ev.nbytes, ev.group, ev.phase_level)
-
     def _hold(self, ev: Event, started: float, disp: int = 0) -> float:
-        """The perf_counter time before which this operation may not complete (0: no hold).
-
-        One link channel per rank, as in the model: an operation's link time starts when it is
-        issued or when this rank's previous operation has left the link, whichever is later."""
-        if not self.emulate:
-            return 0.0
-        start = max(started, self._link_free)
-        self._link_free = start + self._link_seconds(ev, disp)
-        return self._link_free
+        """Link emulation: the perf_counter time before which the operation may not complete
+        (0: no hold)."""
+        return self.clock.hold(ev, started, disp) if self.clock is not None else 0.0
 
     def span(self, name: str, **args):
         """A trace span (no-op without a tracer)."""
@@ -216,8 +158,15 @@ class Comm:
         if self.tracer is not None:
             end = self.tracer.now()
             self.tracer.add("wait", start, end, step=self.step, op=issued.kind)
-            self.tracer.add(issued.kind, pending.issued, end, lane=1, step=issued.step,
-                            bytes=issued.nbytes, axes=",".join(issued.axes))
+            self.tracer.add(
+                issued.kind,
+                pending.issued,
+                end,
+                lane=1,
+                step=issued.step,
+                bytes=issued.nbytes,
+                axes=",".join(issued.axes),
+            )
 
     def _group(self, axes: Sequence[str]) -> tuple[tuple[str, ...], int]:
         axes = (axes,) if isinstance(axes, str) else tuple(axes)
@@ -233,8 +182,16 @@ class Comm:
         (axis,), g = self._group(axis)
         if g == 1 or disp % g == 0:
             return Pending(result=buf)
-        ev = self._record(kind="shift", axes=(axis,), group=g, nbytes=buf.nbytes,
-                          sent=buf.nbytes, messages=1, overlapped=True, disp=disp)
+        ev = self._record(
+            kind="shift",
+            axes=(axis,),
+            group=g,
+            nbytes=buf.nbytes,
+            sent=buf.nbytes,
+            messages=1,
+            overlapped=True,
+            disp=disp,
+        )
         if not self.execute:
             return self._pending([], buf)
         started = time.perf_counter()
@@ -250,16 +207,24 @@ class Comm:
         (axis,), g = self._group(axis)
         if g == 1 or disp % g == 0:
             return buf
-        ev = self._record(kind="shift", axes=(axis,), group=g, nbytes=buf.nbytes,
-                          sent=buf.nbytes, messages=1, disp=disp)
+        ev = self._record(
+            kind="shift",
+            axes=(axis,),
+            group=g,
+            nbytes=buf.nbytes,
+            sent=buf.nbytes,
+            messages=1,
+            disp=disp,
+        )
         if not self.execute:
             return buf
         src, dst = self.mesh.ring(axis, disp)
         with self.span("shift", axis=axis, bytes=buf.nbytes):
             started = time.perf_counter()
-            self.mesh.sub(axis).Sendrecv(buf, dest=dst, sendtag=7, recvbuf=out, source=src,
-                                         recvtag=7)
-            _hold_until(self._hold(ev, started, disp))
+            self.mesh.sub(axis).Sendrecv(
+                buf, dest=dst, sendtag=7, recvbuf=out, source=src, recvtag=7
+            )
+            hold_until(self._hold(ev, started, disp))
         return out
 
     # -- collectives ------------------------------------------------------------------------
@@ -269,9 +234,15 @@ class Comm:
         if g == 1:
             return Pending(result=buf)
         is_root = _sub_rank(self.mesh, axes) == root
-        ev = self._record(kind="bcast", axes=axes, group=g, nbytes=buf.nbytes,
-                          sent=buf.nbytes * (g - 1) if is_root else 0,
-                          messages=(g - 1) if is_root else 0, overlapped=not blocking)
+        ev = self._record(
+            kind="bcast",
+            axes=axes,
+            group=g,
+            nbytes=buf.nbytes,
+            sent=buf.nbytes * (g - 1) if is_root else 0,
+            messages=(g - 1) if is_root else 0,
+            overlapped=not blocking,
+        )
         if not self.execute:
             return Pending(result=buf) if blocking else self._pending([], buf)
         started = time.perf_counter()
@@ -279,7 +250,7 @@ class Comm:
         if blocking:
             with self.span("bcast", axes=",".join(axes), bytes=buf.nbytes, root=root):
                 comm.Bcast(buf, root=root)
-                _hold_until(self._hold(ev, started))
+                hold_until(self._hold(ev, started))
             return Pending(result=buf)
         pending = self._pending([comm.Ibcast(buf, root=root)], buf)
         pending.hold = self._hold(ev, started)
@@ -293,14 +264,20 @@ class Comm:
         axes, g = self._group(axes)
         if g == 1:
             return buf
-        ev = self._record(kind="allgather", axes=axes, group=g, nbytes=buf.nbytes,
-                          sent=buf.nbytes * (g - 1), messages=g - 1)
+        ev = self._record(
+            kind="allgather",
+            axes=axes,
+            group=g,
+            nbytes=buf.nbytes,
+            sent=buf.nbytes * (g - 1),
+            messages=g - 1,
+        )
         out = (np.empty if self.execute else np.zeros)((g,) + buf.shape, dtype=buf.dtype)
         if self.execute:
             with self.span("allgather", axes=",".join(axes), bytes=buf.nbytes):
                 started = time.perf_counter()
                 self.mesh.sub(*axes).Allgather(np.ascontiguousarray(buf), out)
-                _hold_until(self._hold(ev, started))
+                hold_until(self._hold(ev, started))
         if dim == 0:
             return out.reshape((g * buf.shape[0],) + buf.shape[1:])
         self._record(kind="copy", nbytes=out.nbytes)  # concatenating along dim is a local copy
@@ -317,44 +294,68 @@ class Comm:
         if g == 1:
             return buf
         part = buf.nbytes // g
-        ev = self._record(kind="reduce_scatter", axes=axes, group=g, nbytes=buf.nbytes,
-                          sent=part * (g - 1), messages=g - 1)
+        ev = self._record(
+            kind="reduce_scatter",
+            axes=axes,
+            group=g,
+            nbytes=buf.nbytes,
+            sent=part * (g - 1),
+            messages=g - 1,
+        )
         if dim != 0:
             self._record(kind="copy", nbytes=buf.nbytes)  # packing the pieces contiguously
         if not self.execute:
             shape = list(buf.shape)
             shape[dim] //= g
             return np.zeros(shape, dtype=buf.dtype)
-        pieces = np.ascontiguousarray(np.moveaxis(
-            buf.reshape(buf.shape[:dim] + (g, buf.shape[dim] // g) + buf.shape[dim + 1:]),
-            dim, 0))
+        pieces = np.ascontiguousarray(
+            np.moveaxis(
+                buf.reshape(buf.shape[:dim] + (g, buf.shape[dim] // g) + buf.shape[dim + 1 :]),
+                dim,
+                0,
+            )
+        )
         out = np.empty(pieces.shape[1:], dtype=buf.dtype)
         from mpi4py import MPI
 
         with self.span("reduce_scatter", axes=",".join(axes), bytes=buf.nbytes):
             started = time.perf_counter()
             self.mesh.sub(*axes).Reduce_scatter_block(pieces, out, op=MPI.SUM)
-            _hold_until(self._hold(ev, started))
+            hold_until(self._hold(ev, started))
         return out
 
     def allreduce(self, buf: np.ndarray, axes) -> np.ndarray:
         axes, g = self._group(axes)
         if g == 1:
             return buf
-        ev = self._record(kind="allreduce", axes=axes, group=g, nbytes=buf.nbytes,
-                          sent=2 * (buf.nbytes // g) * (g - 1), messages=2 * (g - 1))
+        ev = self._record(
+            kind="allreduce",
+            axes=axes,
+            group=g,
+            nbytes=buf.nbytes,
+            sent=2 * (buf.nbytes // g) * (g - 1),
+            messages=2 * (g - 1),
+        )
         if self.execute:
             from mpi4py import MPI
 
             with self.span("allreduce", axes=",".join(axes), bytes=buf.nbytes):
                 started = time.perf_counter()
                 self.mesh.sub(*axes).Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
-                _hold_until(self._hold(ev, started))
+                hold_until(self._hold(ev, started))
         return buf
 
     # -- computation ------------------------------------------------------------------------
-    def gemm(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, *, accumulate: bool = True,
-             tmp: np.ndarray | None = None, progress: Sequence[Pending] = ()) -> np.ndarray:
+    def gemm(
+        self,
+        a: np.ndarray,
+        b: np.ndarray,
+        c: np.ndarray,
+        *,
+        accumulate: bool = True,
+        tmp: np.ndarray | None = None,
+        progress: Sequence[Pending] = (),
+    ) -> np.ndarray:
         """``c (+)= a @ b``. With ``progress``, the GEMM runs in row chunks and polls the pending
         messages between chunks, so they advance while this rank computes."""
         m, k = a.shape
@@ -370,9 +371,10 @@ class Comm:
                 from mpi4py import MPI
 
                 bounds = np.linspace(0, m, _CHUNKS + 1).astype(int)
-                for lo, hi in zip(bounds[:-1], bounds[1:]):
-                    _gemm_rows(a[lo:hi], b, c[lo:hi], accumulate,
-                               None if tmp is None else tmp[lo:hi])
+                for lo, hi in itertools.pairwise(bounds):
+                    _gemm_rows(
+                        a[lo:hi], b, c[lo:hi], accumulate, None if tmp is None else tmp[lo:hi]
+                    )
                     MPI.Request.Testall(reqs)
         return c
 
@@ -388,18 +390,7 @@ def _gemm_rows(a, b, c, accumulate, tmp) -> None:
         c += tmp
 
 
-def _hold_until(deadline: float) -> None:
-    """Link emulation: sleep until ``deadline`` (perf_counter seconds); no-op if it passed."""
-    if deadline:
-        left = deadline - time.perf_counter()
-        if left > 0:
-            time.sleep(left)
-
-
 def _sub_rank(mesh: Mesh, axes: tuple[str, ...]) -> int:
     """This rank's rank inside the sub-communicator of ``axes`` (row-major over those axes)."""
-    r = 0
-    for a in mesh.names:
-        if a in axes:
-            r = r * mesh.sizes[a] + mesh.coords[a]
-    return r
+    names = [a for a in mesh.names if a in axes]
+    return radix.number((mesh.coords[a] for a in names), [mesh.sizes[a] for a in names])

@@ -22,9 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from algorithms.comm import COMM_KINDS
+from algorithms.events import COMM_KINDS
+from topology.costs import EAGER_LIMIT, collective_seconds
 
-from .model import EAGER_LIMIT, Profile, collective_formula
+from .model import Profile
 
 P2P_SIZES = [1 << s for s in range(0, 25, 2)]  # 1 B .. 16 MiB
 COLL_SIZES = [1 << s for s in range(10, 25, 2)]  # 1 KiB .. 16 MiB
@@ -264,7 +265,8 @@ def main(args) -> int:
         say(f"{'Size [B]':>12} {'Avg [us]':>12} {'Min [us]':>12} {'Max [us]':>12} {'Model [us]':>12}")
         ratios = []
         for n, avg, lo, hi in rows:
-            model = collective_formula(kind, n, P, base)  # n is Event.nbytes for every kind
+            model = collective_seconds(kind, n, P, base.alpha, base.beta, base.alpha_large,
+                                       base.beta_large)  # n is Event.nbytes for every kind
             say(f"{n:>12} {avg * 1e6:>12.1f} {lo * 1e6:>12.1f} {hi * 1e6:>12.1f} {model * 1e6:>12.1f}")
             if n >= 1 << 16 and model > 0:
                 ratios.append(avg / model)

@@ -41,7 +41,7 @@ from algorithms import ALGORITHMS, get
 from algorithms.plan import PlanError
 
 from .cli import UsageError
-from .model import Profile, predict
+from .model import Profile, predict, redistribution_seconds, schedule
 from .run_cmd import _ints, _positive, memory_estimate
 
 PANEL_ALGOS = ("summa", "summa25d", "tesseract")
@@ -195,32 +195,13 @@ def candidates(shape, P: int, profile: Profile, dtype: str = "float32",
 
                     binds = bindings(plan.mesh, tree)
                 for b in binds:
-                    events = _schedule(module, plan, npdt, b, tree, states)
+                    events = schedule(module, plan, 0, npdt, b, tree, cache=states)
                     pred = predict(events, profile, dtype, rpn, links=links)
                     out.append(Candidate(algo, opts, overlap, plan, b, pred.seconds, mem,
                                          pred.bytes_sent))
     out.sort(key=lambda c: (c.seconds, c.memory))
     mark_pareto(out)
     return out
-
-
-def _schedule(module, plan, dtype, binding, tree, states: dict) -> list:
-    """bench.model.schedule for rank 0, reusing the prepared state and the scratch buffers of
-    the same plan with the other overlap setting (prepare does not depend on overlap, and a
-    symbolic multiply only reads shapes): half the cost of planning."""
-    from algorithms.comm import Comm
-
-    key = str(binding)
-    if key not in states:
-        view = plan.mesh.at(0, binding, tree)
-        a = np.zeros(plan.A.block_shape, dtype=dtype)
-        b = np.zeros(plan.B.block_shape, dtype=dtype)
-        states[key] = (Comm(view, execute=False, compute=False),
-                       module.prepare(plan, a, b, view.coords))
-    comm, state = states[key]
-    comm.reset()
-    module.multiply(plan, comm, state)
-    return comm.events
 
 
 def mark_pareto(cands: list[Candidate]) -> None:
@@ -286,38 +267,14 @@ def measure(cands: list[Candidate], shape, P: int, dtype: str, repeat: int,
 
 
 # -- chains ----------------------------------------------------------------------------------
-def redistribution_bytes(src, src_mesh, dst, dst_mesh) -> np.ndarray:
-    """Bytes-free element counts: for each destination rank, the elements it holds under ``dst``
-    whose primary source rank under ``src`` is another rank (ranks are linear on both meshes)."""
-    from layouts.blockmap import held_indices
-    from layouts.redistribute import _placement
-
-    place = _placement(src, src_mesh)
-    shape = src.logical_shape or src.padded_shape
-    counts = np.zeros(dst_mesh.size, np.int64)
-    for r in range(dst_mesh.size):
-        idx = held_indices(dst, dst_mesh.coords(r))
-        idx = tuple(ix[ix < n] for ix, n in zip(idx, shape))  # padding carries nothing
-        if any(ix.size == 0 for ix in idx):
-            continue
-        counts[r] = int(np.count_nonzero(place.primary_rank(idx) != r))
-    return counts
-
-
-def redistribution_seconds(prev: Candidate, nxt: Candidate, profile: Profile, dtype: str,
-                           ranks_per_node: int, cache: dict) -> float:
+def _edge_seconds(prev: Candidate, nxt: Candidate, profile: Profile, dtype: str,
+                  ranks_per_node: int, cache: dict) -> float:
     """Time to move prev's C layout into nxt's A layout, priced as an alltoall."""
     src, dst = prev.plan.C, nxt.plan.A
-    if str(src) == str(dst) and prev.plan.mesh == nxt.plan.mesh:
-        return 0.0
     key = (str(src), str(prev.plan.mesh), str(dst), str(nxt.plan.mesh))
     if key not in cache:
-        counts = redistribution_bytes(src, prev.plan.mesh, dst, nxt.plan.mesh)
-        P = nxt.plan.P
-        recv = int(counts.max()) * np.dtype(dtype).itemsize
-        cache[key] = 0.0 if recv == 0 else (
-            (recv * profile.beta_large + (P - 1) * profile.alpha_large)
-            * profile.slowdown(ranks_per_node))
+        cache[key] = redistribution_seconds(src, prev.plan.mesh, dst, nxt.plan.mesh, profile,
+                                            np.dtype(dtype).itemsize, ranks_per_node)
     return cache[key]
 
 
@@ -346,7 +303,7 @@ def plan_chain(dims, P: int, profile: Profile, dtype: str = "float32",
     cache: dict = {}
 
     def edge(a, b):
-        return redistribution_seconds(a, b, profile, dtype, rpn, cache)
+        return _edge_seconds(a, b, profile, dtype, rpn, cache)
 
     # dynamic programming: best[i][j] = cheapest time ending with candidate j of product i
     best = [[c.seconds for c in layers[0]]]

@@ -127,6 +127,6 @@ def _tree_main(args, module, plan, profile, started) -> int:
 
 
 def _bound(plan, binding, tree):
-    from topology.tree import bind_layout
+    from layouts import bind_layout
 
     return {n: bind_layout(getattr(plan, n), binding, tree) for n in ("A", "B", "C")}

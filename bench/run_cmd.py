@@ -140,7 +140,7 @@ def tree_setup(args, plan, links_spec=None):
 
 
 def bound_layouts(plan, binding, tree) -> dict[str, str]:
-    from topology.tree import bind_layout
+    from layouts import bind_layout
 
     return {n: str(bind_layout(getattr(plan, n), binding, tree)) for n in ("A", "B", "C")}
 
@@ -350,7 +350,7 @@ def _dump(plan, mesh, blocks: dict, directory: str) -> None:
     layouts = {"A": plan.A, "B": plan.B, "C": plan.C}
     target = mesh
     if mesh.binding is not None:  # bound layouts on the tree itself
-        from topology.tree import bind_layout
+        from layouts import bind_layout
 
         layouts = {n: bind_layout(lay, mesh.binding, mesh.tree) for n, lay in layouts.items()}
         target = mesh.physical

@@ -63,7 +63,7 @@ def exact(plan, mesh, c_block: np.ndarray, dtype) -> float | None:
     from layouts.redistribute import gather
 
     if getattr(mesh, "binding", None) is not None:  # on a tree: the bound layout, tree ranks
-        from topology.tree import bind_layout
+        from layouts import bind_layout
 
         c = gather(c_block, bind_layout(plan.C, mesh.binding, mesh.tree), mesh.physical)
     else:

@@ -11,6 +11,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from topology import radix
+
 from .tensorlayout import LayoutError, TensorLayout
 
 Coords = Mapping[str, int]
@@ -19,12 +21,8 @@ Coords = Mapping[str, int]
 @lru_cache(maxsize=256)
 def _digits(layout: TensorLayout, d: int) -> np.ndarray:
     """(padded_d, n_factors) mixed-radix digits of every index of dimension d."""
-    dim = layout.dims[d]
     idx = np.arange(layout.padded_shape[d], dtype=np.int64)
-    out = np.empty((idx.size, len(dim)), dtype=np.int64)
-    for k in range(len(dim) - 1, -1, -1):
-        idx, out[:, k] = np.divmod(idx, dim[k].size)
-    return out
+    return np.stack(radix.digits(idx, [f.size for f in layout.dims[d]]), axis=1)
 
 
 @lru_cache(maxsize=256)
@@ -73,8 +71,9 @@ def check_coords(layout: TensorLayout, coords: Coords) -> None:
         if lv not in coords:
             raise LayoutError(str(layout), f"no coordinate given for level {lv}")
         if not 0 <= coords[lv] < size:
-            raise LayoutError(str(layout), f"coordinate {coords[lv]} is outside level {lv} "
-                                           f"of size {size}")
+            raise LayoutError(
+                str(layout), f"coordinate {coords[lv]} is outside level {lv} of size {size}"
+            )
 
 
 def held_indices(layout: TensorLayout, coords: Coords, step: int = 0) -> tuple[np.ndarray, ...]:
@@ -174,13 +173,17 @@ def owner(layout: TensorLayout, index: tuple[int, ...]) -> dict[str, int]:
     every coordinate on them holds a copy (or, for rotations, the chunk decides).
     """
     if len(index) != layout.ndim:
-        raise LayoutError(str(layout), f"index {index} has {len(index)} coordinates, layout "
-                                       f"has {layout.ndim} dimensions")
+        raise LayoutError(
+            str(layout),
+            f"index {index} has {len(index)} coordinates, layout has {layout.ndim} dimensions",
+        )
     out: dict[str, int] = {}
     for d, i in enumerate(index):
         if not 0 <= i < layout.padded_shape[d]:
-            raise LayoutError(str(layout), f"index {i} is outside dimension {d} "
-                                           f"(padded size {layout.padded_shape[d]})")
+            raise LayoutError(
+                str(layout),
+                f"index {i} is outside dimension {d} (padded size {layout.padded_shape[d]})",
+            )
         for lv, vec in level_contributions(layout, d).items():
             out[lv] = out.get(lv, 0) + int(vec[i])
     return out

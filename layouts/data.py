@@ -35,8 +35,9 @@ def values(seed: int, *index: np.ndarray, dtype=np.float64) -> np.ndarray:
     return vals.astype(dtype, copy=False)
 
 
-def generate_block(layout: TensorLayout, coords: Mapping[str, int], seed: int,
-                   dtype=np.float64, step: int = 0) -> np.ndarray:
+def generate_block(
+    layout: TensorLayout, coords: Mapping[str, int], seed: int, dtype=np.float64, step: int = 0
+) -> np.ndarray:
     """This device's block (held order, ``layout.block_shape``); zero at padding."""
     held = held_indices(layout, coords, step)
     grids = np.ix_(*held)

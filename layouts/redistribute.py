@@ -37,27 +37,30 @@ def check_on_mesh(layout: TensorLayout, mesh: AbstractMesh | Mesh) -> None:
         named += [lv for lv, _ in layout.rotation.offset]
     for lv in named:
         if lv not in am.sizes:
-            raise LayoutError(str(layout), f"level {lv} is not an axis of mesh {am} "
-                                           f"(axes {', '.join(am.names)})")
+            raise LayoutError(
+                str(layout), f"level {lv} is not an axis of mesh {am} (axes {', '.join(am.names)})"
+            )
         size = layout.levels.get(lv)
         if size is not None and size != am.sizes[lv]:
-            raise LayoutError(str(layout), f"level {lv} has size {size} in the layout but "
-                                           f"{am.sizes[lv]} on mesh {am}")
+            raise LayoutError(
+                str(layout),
+                f"level {lv} has size {size} in the layout but {am.sizes[lv]} on mesh {am}",
+            )
 
 
 @dataclass(frozen=True)
-class _Placement:
+class Placement:
     """Where a layout's elements live on a mesh at step 0.
 
     rank of a holder = sum_d rank_part[d][i_d] + offsets[residue, k], with
     residue = sum_d residue_part[d][i_d] mod n_time; offsets rows are padded with -1.
     """
 
-    rank_part: tuple[np.ndarray, ...]     # per dim: rank contribution of the named levels
+    rank_part: tuple[np.ndarray, ...]  # per dim: rank contribution of the named levels
     residue_part: tuple[np.ndarray, ...]  # per dim: Time chunk minus split rotation terms
     n_time: int
-    primary: np.ndarray   # (n_time,): offset of the lowest holder, -1 where nobody holds
-    holders: np.ndarray   # (n_time, K): offsets of every destination holder, -1 padding
+    primary: np.ndarray  # (n_time,): offset of the lowest holder, -1 where nobody holds
+    holders: np.ndarray  # (n_time, K): offsets of every destination holder, -1 padding
 
     def locate(self, idx: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
         """(base rank, residue) of the Cartesian product of ``idx``, flattened in C order."""
@@ -82,7 +85,8 @@ class _Placement:
 
 
 @lru_cache(maxsize=256)
-def _placement(layout: TensorLayout, am: AbstractMesh) -> _Placement:
+def placement(layout: TensorLayout, am: AbstractMesh) -> Placement:
+    """Where ``layout``'s elements live on ``am`` at step 0 (see :class:`Placement`)."""
     strides, n_time = am.rank_strides, layout.time_size
     offset = dict(layout.rotation.offset) if layout.rotation is not None else {}
     rank_part, residue_part = [], []
@@ -102,49 +106,61 @@ def _placement(layout: TensorLayout, am: AbstractMesh) -> _Placement:
     free = [lv for lv in am.names if lv in offset and lv not in layout.levels]
     solutions: list[list[int]] = [[] for _ in range(n_time)]
     for combo in itertools.product(*(range(am.sizes[lv]) for lv in free)):
-        r = sum(offset[lv] * c for lv, c in zip(free, combo)) % n_time
-        solutions[r].append(sum(strides[lv] * c for lv, c in zip(free, combo)))
+        r = sum(offset[lv] * c for lv, c in zip(free, combo, strict=True)) % n_time
+        solutions[r].append(sum(strides[lv] * c for lv, c in zip(free, combo, strict=True)))
     # A window of W chunks: a device whose head is residue r - w (0 <= w < W) holds residue r.
     window = layout.window
     if window > 1:
-        solutions = [sorted({o for w in range(window) for o in solutions[(r - w) % n_time]})
-                     for r in range(n_time)]
+        solutions = [
+            sorted({o for w in range(window) for o in solutions[(r - w) % n_time]})
+            for r in range(n_time)
+        ]
     # Replicated levels: every coordinate holds a copy (P@ levels: coordinate 0 only).
     repl = layout.replicated_levels(am.names)
-    copies = np.array([sum(strides[lv] * c for lv, c in zip(repl, combo)) for combo in
-                       itertools.product(*(range(am.sizes[lv]) for lv in repl))], np.int64)
+    copies = np.array(
+        [
+            sum(strides[lv] * c for lv, c in zip(repl, combo, strict=True))
+            for combo in itertools.product(*(range(am.sizes[lv]) for lv in repl))
+        ],
+        np.int64,
+    )
     width = max(len(s) for s in solutions) * copies.size
     holders = np.full((n_time, width), -1, np.int64)
     for r, sol in enumerate(solutions):
         row = np.add.outer(np.array(sol, np.int64), copies).ravel()
-        holders[r, :row.size] = row
+        holders[r, : row.size] = row
     primary = np.array([s[0] if s else -1 for s in solutions], np.int64)
-    return _Placement(tuple(rank_part), tuple(residue_part), n_time, primary, holders)
+    return Placement(tuple(rank_part), tuple(residue_part), n_time, primary, holders)
 
 
-def _check_source(src: TensorLayout, am: AbstractMesh) -> _Placement:
+def _check_source(src: TensorLayout, am: AbstractMesh) -> Placement:
     """Validate a source layout on the mesh; return its placement."""
     check_on_mesh(src, am)
     if src.partial:
-        raise LayoutError(str(src), "a partial-sum layout (P@[...]) must be reduced before it "
-                                    "is redistributed or gathered")
-    place = _placement(src, am)
+        raise LayoutError(
+            str(src),
+            "a partial-sum layout (P@[...]) must be reduced before it is redistributed or gathered",
+        )
+    place = placement(src, am)
     # Residues the logical elements need (per-dim residue sets combined), each needs a holder.
     needed = np.zeros(1, np.int64)
     for d, n in enumerate(src.logical_shape):
         part = np.unique(place.residue_part[d][:n])
         needed = np.unique((needed[:, None] + part[None, :]) % place.n_time)
     if (place.primary[needed] < 0).any():
-        raise LayoutError(str(src), f"the layout does not hold the whole tensor at step 0 on "
-                                    f"mesh {am}")
+        raise LayoutError(
+            str(src), f"the layout does not hold the whole tensor at step 0 on mesh {am}"
+        )
     return place
 
 
 def _check_block(block: np.ndarray, src: TensorLayout) -> np.ndarray:
     block = np.asarray(block)
     if block.shape != src.block_shape:
-        raise ValueError(f"block of shape {block.shape} does not match layout {src}, whose "
-                         f"blocks have shape {src.block_shape}")
+        raise ValueError(
+            f"block of shape {block.shape} does not match layout {src}, whose "
+            f"blocks have shape {src.block_shape}"
+        )
     _mpi_type(block.dtype)
     return block
 
@@ -165,11 +181,11 @@ def _mpi_type(dtype):
 def _logical(layout: TensorLayout, coords):
     """(held indices without padding, per-dim masks selecting them from the held indices)."""
     held = held_indices(layout, coords)
-    keep = tuple(ix < n for ix, n in zip(held, layout.logical_shape))
-    return tuple(ix[k] for ix, k in zip(held, keep)), keep
+    keep = tuple(ix < n for ix, n in zip(held, layout.logical_shape, strict=True))
+    return tuple(ix[k] for ix, k in zip(held, keep, strict=True)), keep
 
 
-def _send_side(block, src: TensorLayout, place: _Placement, rank: int, coords):
+def _send_side(block, src: TensorLayout, place: Placement, rank: int, coords):
     """The non-padding elements this rank holds in ``src`` and is the primary source of:
     (their per-dim index arrays, the mask selecting them, their values, their flat indices)."""
     idx, keep = _logical(src, coords)
@@ -201,17 +217,19 @@ def _exchange(comm, vals, dest, flat, source, dtype) -> np.ndarray:
     return out
 
 
-def redistribute(block: np.ndarray, src: TensorLayout, dst: TensorLayout,
-                 mesh: Mesh) -> np.ndarray:
+def redistribute(block: np.ndarray, src: TensorLayout, dst: TensorLayout, mesh: Mesh) -> np.ndarray:
     """This rank's block in ``dst`` (zeros at padding) from its block in ``src`` (step 0)."""
     am = mesh.abstract
     splace = _check_source(src, am)
     check_on_mesh(dst, am)
     if tuple(src.logical_shape) != tuple(dst.logical_shape):
-        raise LayoutError(str(dst), f"logical shape {dst.logical_shape} differs from the "
-                                    f"source's {src.logical_shape} ({src})")
+        raise LayoutError(
+            str(dst),
+            f"logical shape {dst.logical_shape} differs from the "
+            f"source's {src.logical_shape} ({src})",
+        )
     block = _check_block(block, src)
-    dplace = _placement(dst, am)
+    dplace = placement(dst, am)
 
     idx, mine, vals, flat = _send_side(block, src, splace, mesh.rank, mesh.coords)
     dest, real = dplace.holder_ranks(idx)  # (n, K): one column per replica option
@@ -249,4 +267,4 @@ def gather(block: np.ndarray, layout: TensorLayout, mesh: Mesh, root: int = 0):
     return got.reshape(shape) if mesh.rank == root else None
 
 
-__all__ = ["check_on_mesh", "redistribute", "gather"]
+__all__ = ["Placement", "check_on_mesh", "gather", "placement", "redistribute"]

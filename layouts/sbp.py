@@ -65,7 +65,9 @@ class SBP:
             named.add(axis)
             if isinstance(p, Split):
                 if not 0 <= p.dim < len(shape):
-                    raise LayoutError(text, f"S({p.dim}) splits a dimension a {len(shape)}-D tensor lacks")
+                    raise LayoutError(
+                        text, f"S({p.dim}) splits a dimension a {len(shape)}-D tensor lacks"
+                    )
                 splits.setdefault(p.dim, []).append(axis)
             elif isinstance(p, Partial):
                 partial.append(axis)
@@ -87,10 +89,18 @@ def parse_sbp(text: str) -> SBP:
         raise LayoutError(text, "an SBP placement is written [axis=S(d), axis=B, axis=P]")
     out = []
     inner = body[1:-1].strip()
-    for part in (inner.split(",") if inner else []):
+    for part in inner.split(",") if inner else []:
         m = _ENTRY.fullmatch(part)
         if not m:
-            raise LayoutError(text, f"cannot read placement {part.strip()!r} (use axis=S(d), B or P)")
-        p = Split(int(m.group(3))) if m.group(3) else Broadcast() if m.group(2) == "B" else Partial()
+            raise LayoutError(
+                text, f"cannot read placement {part.strip()!r} (use axis=S(d), B or P)"
+            )
+        p = (
+            Split(int(m.group(3)))
+            if m.group(3)
+            else Broadcast()
+            if m.group(2) == "B"
+            else Partial()
+        )
         out.append((m.group(1), p))
     return SBP(tuple(out))

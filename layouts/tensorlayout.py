@@ -1,6 +1,6 @@
-"""TensorLayout: the MN-Core layout notation as frozen values, with a parser and canonical printer.
+"""TensorLayout: the MN-Core layout notation as frozen values, with their canonical printer.
 
-Grammar (whitespace is free)::
+Grammar (whitespace is free; :mod:`layouts.parser` reads it)::
 
     layout   := [shape "/"] "(" dim ("," dim)* (";" suffix)* ")"
     shape    := "(" INT ("," INT)* ")"                      # PadLayout: the logical shape
@@ -26,9 +26,11 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 import numpy as np
+
+from topology import radix
 
 TIME = "Time"
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
@@ -85,7 +87,7 @@ class Rotation:
 
 @dataclass(frozen=True)
 class TensorLayout:
-    """A tensor distributed over named device levels. Build with :func:`parse` or directly.
+    """A tensor distributed over named device levels. Build with ``parse_layout`` or directly.
 
     ``logical_shape`` is the tensor's shape; the padded shape is the product of each dim's
     factors. Strides omitted in the input are completed (memory: row-major over the memory
@@ -134,8 +136,11 @@ class TensorLayout:
     @cached_property
     def block_shape(self) -> tuple[int, ...]:
         """Elements per dimension that one device holds at one step (a window's chunks too)."""
-        return tuple(math.prod(f.size for f in dim if f.is_memory)
-                     * (self.window if any(f.is_time for f in dim) else 1) for dim in self.dims)
+        return tuple(
+            math.prod(f.size for f in dim if f.is_memory)
+            * (self.window if any(f.is_time for f in dim) else 1)
+            for dim in self.dims
+        )
 
     @cached_property
     def chunk_span(self) -> int:
@@ -160,8 +165,9 @@ class TensorLayout:
         return self.broadcast + extra
 
     def with_shape(self, logical_shape: tuple[int, ...]) -> "TensorLayout":
-        return TensorLayout(self.dims, tuple(logical_shape), self.broadcast, self.partial,
-                            self.rotation)
+        return TensorLayout(
+            self.dims, tuple(logical_shape), self.broadcast, self.partial, self.rotation
+        )
 
     def __str__(self) -> str:
         return format_layout(self)
@@ -178,22 +184,29 @@ class TensorLayout:
                 raise _Invalid(f"dimension {d} has no factors")
             for f in dim:
                 if not isinstance(f.size, int) or f.size < 1:
-                    raise _Invalid(f"factor size {f.size!r} in dimension {d} must be a positive integer")
+                    raise _Invalid(
+                        f"factor size {f.size!r} in dimension {d} must be a positive integer"
+                    )
                 if f.stride is not None and (not isinstance(f.stride, int) or f.stride < 0):
-                    raise _Invalid(f"stride {f.stride!r} in dimension {d} must be a non-negative integer")
+                    raise _Invalid(
+                        f"stride {f.stride!r} in dimension {d} must be a non-negative integer"
+                    )
                 if f.level is not None and not _NAME.fullmatch(f.level):
                     raise _Invalid(f"level name {f.level!r} is not a plain name")
         padded = tuple(math.prod(f.size for f in dim) for dim in self.dims)
         shape = padded if self.logical_shape is None else tuple(self.logical_shape)
         if len(shape) != len(padded):
-            raise _Invalid(f"logical shape {_tup(shape)} has {len(shape)} dimensions but the "
-                           f"layout has {len(padded)}")
-        for d, (n, p) in enumerate(zip(shape, padded)):
+            raise _Invalid(
+                f"logical shape {_tup(shape)} has {len(shape)} dimensions but the "
+                f"layout has {len(padded)}"
+            )
+        for d, (n, p) in enumerate(zip(shape, padded, strict=True)):
             if not isinstance(n, int) or n < 1:
                 raise _Invalid(f"logical size {n!r} of dimension {d} must be a positive integer")
             if n > p:
-                raise _Invalid(f"dimension {d}: factors multiply to {p}, less than the logical "
-                               f"size {n}")
+                raise _Invalid(
+                    f"dimension {d}: factors multiply to {p}, less than the logical size {n}"
+                )
         object.__setattr__(self, "logical_shape", shape)
         dims = self._complete_memory_strides()
         dims = self._complete_device_strides(dims)
@@ -208,13 +221,11 @@ class TensorLayout:
             return self.dims
         if any(given):
             raise _Invalid("give a stride for every memory axis or for none (none: row-major)")
-        strides, acc = [], 1
-        for f in reversed(mem):
-            strides.append(acc)
-            acc *= f.size
-        it = iter(reversed(strides))
-        return tuple(tuple(Factor(f.size, None, next(it)) if f.is_memory else f for f in dim)
-                     for dim in self.dims)
+        it = iter(radix.strides([f.size for f in mem]))
+        return tuple(
+            tuple(Factor(f.size, None, next(it)) if f.is_memory else f for f in dim)
+            for dim in self.dims
+        )
 
     def _complete_device_strides(self, dims) -> tuple[tuple[Factor, ...], ...]:
         by_level: dict[str, list[Factor]] = {}
@@ -224,18 +235,26 @@ class TensorLayout:
                     by_level.setdefault(f.level, []).append(f)
         for level, fs in by_level.items():
             if len(fs) > 1 and any(f.stride is None for f in fs):
-                raise _Invalid(f"level {level} appears in {len(fs)} factors; each needs a stride "
-                               f"(n_{level}:s)")
+                raise _Invalid(
+                    f"level {level} appears in {len(fs)} factors; each needs a stride (n_{level}:s)"
+                )
             strides = sorted(((f.stride if f.stride is not None else 1), f.size) for f in fs)
             expect = 1
             for s, n in strides:
                 if s != expect:
-                    raise _Invalid(f"the strides of level {level} do not give a bijection onto "
-                                   f"0..{math.prod(f.size for f in fs) - 1} (stride {s} where "
-                                   f"{expect} is needed)")
+                    raise _Invalid(
+                        f"the strides of level {level} do not give a bijection onto "
+                        f"0..{math.prod(f.size for f in fs) - 1} (stride {s} where "
+                        f"{expect} is needed)"
+                    )
                 expect *= n
-        return tuple(tuple(Factor(f.size, f.level, 1) if (not f.is_memory and f.stride is None)
-                           else f for f in dim) for dim in dims)
+        return tuple(
+            tuple(
+                Factor(f.size, f.level, 1) if (not f.is_memory and f.stride is None) else f
+                for f in dim
+            )
+            for dim in dims
+        )
 
     def _check_memory_injective(self) -> None:
         mem = sorted((f.stride, f.size) for f in self._factors() if f.is_memory and f.size > 1)
@@ -266,7 +285,9 @@ class TensorLayout:
                 if lv == TIME:
                     raise _Invalid(f"{kind}@ cannot name the Time axis")
                 if lv in named:
-                    raise _Invalid(f"level {lv} is split by a factor and also named in {kind}@[...]")
+                    raise _Invalid(
+                        f"level {lv} is split by a factor and also named in {kind}@[...]"
+                    )
                 if lv in seen:
                     raise _Invalid(f"level {lv} is named twice in B@/P@")
                 seen.add(lv)
@@ -277,16 +298,22 @@ class TensorLayout:
             if self.rotation.pace < 1:
                 raise _Invalid("the rotation pace must be a positive integer")
             if not 1 <= self.rotation.window <= self.time_size:
-                raise _Invalid(f"the rotation window must be between 1 and the Time axis size "
-                               f"{self.time_size}")
+                raise _Invalid(
+                    f"the rotation window must be between 1 and the Time axis size {self.time_size}"
+                )
             if self.rotation.window > 1:
                 time_dims = [d for d, dim in enumerate(self.dims) if any(f.is_time for f in dim)]
                 dim = self.dims[time_dims[0]]
                 first_time = next(k for k, f in enumerate(dim) if f.is_time)
-                if len(time_dims) > 1 or sum(f.is_time for f in dim) > 1 or any(
-                        f.is_memory for f in dim[:first_time]):
-                    raise _Invalid("a rotation window needs a single Time factor, outside every "
-                                   "memory factor of its dimension")
+                if (
+                    len(time_dims) > 1
+                    or sum(f.is_time for f in dim) > 1
+                    or any(f.is_memory for f in dim[:first_time])
+                ):
+                    raise _Invalid(
+                        "a rotation window needs a single Time factor, outside every "
+                        "memory factor of its dimension"
+                    )
             names = [lv for lv, _ in self.rotation.offset]
             if len(set(names)) != len(names):
                 raise _Invalid("a level appears twice in the rotation offset")
@@ -326,8 +353,9 @@ def format_layout(layout: TensorLayout) -> str:
         for f in dim:
             if not f.is_memory:
                 count[f.level] = count.get(f.level, 0) + 1
-    body = ", ".join("(" + ", ".join(format_factor(f, count) for f in dim) + ")"
-                     for dim in layout.dims)
+    body = ", ".join(
+        "(" + ", ".join(format_factor(f, count) for f in dim) + ")" for dim in layout.dims
+    )
     if layout.broadcast:
         body += "; B@[" + ", ".join(layout.broadcast) + "]"
     if layout.partial:
@@ -354,177 +382,3 @@ def _format_offset(offset) -> str:
         term = lv if mag == 1 else f"{mag}*{lv}"
         out += (("-" if sign == "-" else "") + term) if i == 0 else f" {sign} {term}"
     return out or "0"
-
-
-# -- parsing --------------------------------------------------------------------------------
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z][A-Za-z0-9]*)|([()\[\],:_;@/+\-*=]))")
-
-
-class _Parser:
-    def __init__(self, text: str):
-        self.text = text
-        self.toks: list[tuple[str, str, int]] = []
-        pos = 0
-        while pos < len(text):
-            if text[pos:].strip() == "":
-                break
-            m = _TOKEN.match(text, pos)
-            if not m:
-                ch = text[pos:].lstrip()[:1]
-                raise LayoutError(text, f"unexpected character {ch!r} at position "
-                                        f"{len(text) - len(text[pos:].lstrip())}")
-            kind = "int" if m.group(1) else "name" if m.group(2) else "sym"
-            val = m.group(1) or m.group(2) or m.group(3)
-            self.toks.append((kind, val, m.start(m.lastindex)))
-            pos = m.end()
-        self.i = 0
-
-    def peek(self, k: int = 0) -> tuple[str, str, int]:
-        j = self.i + k
-        return self.toks[j] if j < len(self.toks) else ("end", "", len(self.text))
-
-    def take(self, val: str | None = None, kind: str | None = None) -> str:
-        k, v, pos = self.peek()
-        if (val is not None and v != val) or (kind is not None and k != kind):
-            want = repr(val) if val is not None else {"int": "a number", "name": "a name"}[kind]
-            got = "the end" if k == "end" else repr(v)
-            raise LayoutError(self.text, f"expected {want} at position {pos}, found {got}")
-        self.i += 1
-        return v
-
-    def integer(self) -> int:
-        pos = self.peek()[2]
-        digits = self.take(kind="int")
-        try:
-            return int(digits)
-        except ValueError:  # beyond Python's int-conversion digit limit
-            raise LayoutError(self.text, f"the number at position {pos} has too many digits "
-                                         f"({len(digits)})") from None
-
-    def layout(self) -> TensorLayout:
-        shape = None
-        if self.peek()[1] == "(" and self.peek(1)[0] == "int" and self._is_shape():
-            shape = self.shape()
-            self.take("/")
-        self.take("(")
-        dims = [self.dim()]
-        suffixes: dict[str, object] = {}
-        while True:
-            v = self.peek()[1]
-            if v == ",":
-                self.take(",")
-                dims.append(self.dim())
-            elif v == ";":
-                self.take(";")
-                self.suffix(suffixes)
-            else:
-                break
-        self.take(")")
-        if self.peek()[0] != "end":
-            raise LayoutError(self.text, f"unexpected {self.peek()[1]!r} after the layout at "
-                                         f"position {self.peek()[2]}")
-        try:
-            return TensorLayout(tuple(dims), shape, suffixes.get("B", ()), suffixes.get("P", ()),
-                                suffixes.get("R"))
-        except LayoutError as err:
-            raise LayoutError(self.text, err.problem) from None
-
-    def _is_shape(self) -> bool:
-        # "(10,7)/..." : a parenthesised list of plain integers followed by "/".
-        j = 1
-        while self.peek(j)[0] == "int" and self.peek(j + 1)[1] in (",", ")"):
-            if self.peek(j + 1)[1] == ")":
-                return self.peek(j + 2)[1] == "/"
-            j += 2
-        return False
-
-    def shape(self) -> tuple[int, ...]:
-        self.take("(")
-        out = [self.integer()]
-        while self.peek()[1] == ",":
-            self.take(",")
-            out.append(self.integer())
-        self.take(")")
-        return tuple(out)
-
-    def dim(self) -> tuple[Factor, ...]:
-        if self.peek()[1] != "(":
-            return (self.factor(),)
-        self.take("(")
-        out = [self.factor()]
-        while self.peek()[1] == ",":
-            self.take(",")
-            out.append(self.factor())
-        self.take(")")
-        return tuple(out)
-
-    def factor(self) -> Factor:
-        size = self.integer()
-        level = stride = None
-        if self.peek()[1] == "_":
-            self.take("_")
-            level = self.take(kind="name")
-        if self.peek()[1] == ":":
-            self.take(":")
-            stride = self.integer()
-        return Factor(size, level, stride)
-
-    def names(self) -> tuple[str, ...]:
-        self.take("[")
-        out = [self.take(kind="name")]
-        while self.peek()[1] == ",":
-            self.take(",")
-            out.append(self.take(kind="name"))
-        self.take("]")
-        return tuple(out)
-
-    def suffix(self, into: dict) -> None:
-        k, v, pos = self.peek()
-        if v not in ("B", "P", "R"):
-            raise LayoutError(self.text, f"expected B@[...], P@[...] or R@[...] at position {pos}, "
-                                         f"found {v!r}")
-        if v in into:
-            raise LayoutError(self.text, f"{v}@[...] is given twice")
-        self.take(v)
-        self.take("@")
-        if v in ("B", "P"):
-            into[v] = self.names()
-            return
-        self.take("[")
-        terms: list[tuple[str, int]] = []
-        sign = 1
-        if self.peek()[1] == "-":
-            self.take("-")
-            sign = -1
-        while True:
-            coef = 1
-            if self.peek()[0] == "int":
-                coef = self.integer()
-                self.take("*")
-            terms.append((self.take(kind="name"), sign * coef))
-            if self.peek()[1] in ("+", "-"):
-                sign = 1 if self.take() == "+" else -1
-                continue
-            break
-        options = {"pace": 1, "window": 1}
-        given: set[str] = set()
-        while self.peek()[1] == ",":
-            self.take(",")
-            k, name, pos = self.peek()
-            if name not in options or name in given:
-                raise LayoutError(self.text, f"expected pace= or window= (each once) at position "
-                                             f"{pos}, found {name or 'the end'!r}")
-            self.take(name)
-            self.take("=")
-            options[name] = self.integer()
-            given.add(name)
-        self.take("]")
-        into["R"] = Rotation(tuple(terms), options["pace"], options["window"])
-
-
-@lru_cache(maxsize=4096)
-def parse_layout(text: str) -> TensorLayout:
-    """Parse the notation; raises :class:`LayoutError` quoting ``text`` on any problem."""
-    if not isinstance(text, str) or not text.strip():
-        raise LayoutError(str(text), "empty layout")
-    return _Parser(text).layout()

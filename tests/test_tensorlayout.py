@@ -22,8 +22,9 @@ from layouts.blockmap import (
     to_memory,
 )
 from layouts.data import generate_block, global_matrix
+from layouts.parser import parse_layout
 from layouts.sbp import SBP, Broadcast, Partial, Split, parse_sbp
-from layouts.tensorlayout import LayoutError, TensorLayout, format_layout, parse_layout
+from layouts.tensorlayout import LayoutError, TensorLayout, format_layout
 
 
 def all_indices(shape):

@@ -9,10 +9,10 @@ import pytest
 
 from algorithms import ALGORITHMS, get
 from algorithms.plan import PlanError
-from layouts import generate_block, global_matrix, held_indices, owner, parse_layout
+from layouts import bind_layout, generate_block, global_matrix, held_indices, owner, parse_layout
 from topology import MeshError
-from topology.tree import (BOARD, LEVELS, bind_layout, bindings, default_binding,
-                           parse_binding, parse_topology)
+from topology.tree import (BOARD, LEVELS, bindings, default_binding, parse_binding,
+                           parse_topology)
 
 SMALL = ("mncore:2,2,2,2", "mncore:2,2,2,1")
 

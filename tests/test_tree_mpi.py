@@ -8,10 +8,10 @@ from mpi4py import MPI
 
 from algorithms import get
 from bench.run_cmd import run_plan
-from layouts import generate_block, global_matrix
+from layouts import bind_layout, generate_block, global_matrix
 from layouts.redistribute import gather
 from topology import Mesh
-from topology.tree import bind_layout, bindings, parse_topology
+from topology.tree import bindings, parse_topology
 
 P = MPI.COMM_WORLD.Get_size()
 TREE = parse_topology("mncore:2,2,2,1")

@@ -19,17 +19,26 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from .costs import collective_seconds
 from .mesh import AbstractMesh, MeshError
 from .tree import LEVELS
 
 PRESETS = {
     # level: alpha seconds, bandwidth bytes/s, lanes (uplinks per node). Illustrative only.
-    "mncore": {"PE": (2e-6, 8e9, 1), "MAB": (5e-6, 8e9, 4), "L1B": (2e-5, 8e9, 4),
-               "L2B": (5e-5, 8e9, 8)},
+    "mncore": {
+        "PE": (2e-6, 8e9, 1),
+        "MAB": (5e-6, 8e9, 4),
+        "L1B": (2e-5, 8e9, 4),
+        "L2B": (5e-5, 8e9, 8),
+    },
     # The same ordering slowed down for emulation on a CPU: this machine's GEMMs are far slower
     # than MN-Core's, so links must be slower too for their effect to show in measured times.
-    "mncore-emu": {"PE": (1e-5, 1e9, 1), "MAB": (2e-5, 5e8, 1), "L1B": (5e-5, 2e8, 1),
-                   "L2B": (1e-4, 1e8, 1)},
+    "mncore-emu": {
+        "PE": (1e-5, 1e9, 1),
+        "MAB": (2e-5, 5e8, 1),
+        "L1B": (5e-5, 2e8, 1),
+        "L2B": (1e-4, 1e8, 1),
+    },
     "flat": {lv: (1e-6, 1e10, 1 << 20) for lv in LEVELS},
 }
 
@@ -50,14 +59,18 @@ class LinkModel:
         else:
             try:
                 raw = json.loads(Path(spec).read_text())
-                table = {lv: (float(v["alpha"]), float(v["bandwidth"]), int(v.get("lanes", 1)))
-                         for lv, v in raw.items()}
+                table = {
+                    lv: (float(v["alpha"]), float(v["bandwidth"]), int(v.get("lanes", 1)))
+                    for lv, v in raw.items()
+                }
             except FileNotFoundError:
-                raise MeshError(f"links {spec!r} is neither a preset "
-                                f"({', '.join(PRESETS)}) nor a file") from None
+                raise MeshError(
+                    f"links {spec!r} is neither a preset ({', '.join(PRESETS)}) nor a file"
+                ) from None
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-                raise MeshError(f"links file {spec}: want {{level: {{alpha, bandwidth, lanes}}}}"
-                                f" ({err})") from None
+                raise MeshError(
+                    f"links file {spec}: want {{level: {{alpha, bandwidth, lanes}}}} ({err})"
+                ) from None
             name = spec
         missing = [lv for lv in LEVELS if lv not in table]
         if missing:
@@ -68,7 +81,7 @@ class LinkModel:
         return dict(self.levels)[level]
 
     def share(self, level: str) -> float:
-        below = math.prod(self.tree.sizes[lv] for lv in LEVELS[LEVELS.index(level) + 1:])
+        below = math.prod(self.tree.sizes[lv] for lv in LEVELS[LEVELS.index(level) + 1 :])
         return max(1.0, below / self.params(level)[2])
 
     def alpha_beta(self, level: str) -> tuple[float, float]:
@@ -83,37 +96,18 @@ class LinkModel:
         return a + nbytes * b
 
     def collective(self, kind: str, nbytes: int, g: int, level: str | None) -> float:
-        """An operation on g ranks whose messages cross up to ``level``: the model's MPICH
-        formula (bench.model.collective_formula) with that level's alpha and shared beta."""
+        """An operation on g ranks whose messages cross up to ``level``: the MPICH formula
+        (topology.costs) with that level's alpha and shared beta."""
         if level is None or g <= 1:
             return 0.0
-        from bench.model import collective_formula
-
         a, b = self.alpha_beta(level)
-        return collective_formula(kind, nbytes, g, _LevelParams(a, b))
+        return collective_seconds(kind, nbytes, g, a, b)
 
     def as_dict(self) -> dict:
-        return {lv: {"alpha": a, "bandwidth": bw, "lanes": ln, "share": self.share(lv)}
-                for lv, (a, bw, ln) in self.levels}
-
-
-@dataclass(frozen=True)
-class _LevelParams:
-    """The parts of bench.model.Profile that collective_formula reads, for one level."""
-
-    alpha: float
-    beta: float
-
-    @property
-    def alpha_large(self) -> float:
-        return self.alpha
-
-    @property
-    def beta_large(self) -> float:
-        return self.beta
-
-    def p2p(self, nbytes: int) -> float:
-        return self.alpha + nbytes * self.beta
+        return {
+            lv: {"alpha": a, "bandwidth": bw, "lanes": ln, "share": self.share(lv)}
+            for lv, (a, bw, ln) in self.levels
+        }
 
 
 def crossing_level(tree: AbstractMesh, rank_a: int, rank_b: int) -> str | None:
@@ -135,7 +129,7 @@ def members_by_level(tree: AbstractMesh, levels) -> dict[str, int]:
     levels = [lv for lv in LEVELS if lv in levels]
     out = {}
     for i, lv in enumerate(levels):
-        n = (tree.sizes[lv] - 1) * math.prod(tree.sizes[l] for l in levels[i + 1:])
+        n = (tree.sizes[lv] - 1) * math.prod(tree.sizes[below] for below in levels[i + 1 :])
         if n:
             out[lv] = n
     return out

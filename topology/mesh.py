@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from .radix import digits, number, strides
+
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
@@ -62,19 +64,15 @@ class AbstractMesh:
 
     @cached_property
     def rank_strides(self) -> dict[str, int]:
-        out, acc = {}, 1
-        for n, s in reversed(self.axes):
-            out[n] = acc
-            acc *= s
-        return out
+        return dict(zip(self.names, strides(self.shape), strict=True))
 
     def coords(self, rank: int) -> dict[str, int]:
         if not 0 <= rank < self.size:
             raise MeshError(f"rank {rank} is outside a mesh of {self.size}")
-        return {n: (rank // self.rank_strides[n]) % s for n, s in self.axes}
+        return dict(zip(self.names, digits(rank, self.shape), strict=True))
 
     def rank(self, coords: Mapping[str, int]) -> int:
-        return sum((coords[n] % s) * self.rank_strides[n] for n, s in self.axes)
+        return number((coords[n] for n in self.names), self.shape)
 
     def group(self, rank: int, names: Iterable[str]) -> list[int]:
         """Ranks that share ``rank``'s coordinates except along ``names`` (a sub-communicator)."""
@@ -82,7 +80,9 @@ class AbstractMesh:
         base = self.coords(rank)
         out = [self.rank(base)]
         for n in names:
-            out = [r + (k - base[n]) * self.rank_strides[n] for r in out for k in range(self.sizes[n])]
+            out = [
+                r + (k - base[n]) * self.rank_strides[n] for r in out for k in range(self.sizes[n])
+            ]
         return sorted(out)
 
     def __str__(self) -> str:
@@ -144,20 +144,23 @@ class Mesh(_Axes):
 
     def __post_init__(self) -> None:
         if self.comm.Get_size() != self.abstract.size:
-            raise MeshError(f"mesh {self.abstract} needs {self.abstract.size} ranks, "
-                            f"the job has {self.comm.Get_size()}")
+            raise MeshError(
+                f"mesh {self.abstract} needs {self.abstract.size} ranks, "
+                f"the job has {self.comm.Get_size()}"
+            )
         if self.binding is None:
-            self.cart = self.comm.Create_cart(list(self.abstract.shape),
-                                              periods=[True] * len(self.abstract.axes),
-                                              reorder=False)
+            self.cart = self.comm.Create_cart(
+                list(self.abstract.shape), periods=[True] * len(self.abstract.axes), reorder=False
+            )
             self.rank = self.cart.Get_rank()
             self.coords = self.abstract.coords(self.rank)
             return
         # On a tree: the Cartesian communicator is over the tree levels (rank = PE index);
         # coords, sizes and names stay the algorithm's (an axis is row-major over its levels).
         self.binding.check(self.abstract, self.tree)
-        self.cart = self.comm.Create_cart(list(self.tree.shape),
-                                          periods=[True] * len(self.tree.axes), reorder=False)
+        self.cart = self.comm.Create_cart(
+            list(self.tree.shape), periods=[True] * len(self.tree.axes), reorder=False
+        )
         self.rank = self.cart.Get_rank()
         self.tree_coords = self.tree.coords(self.rank)
         self.coords = self.binding.algo_coords(self.tree_coords, self.tree)
@@ -183,11 +186,10 @@ class Mesh(_Axes):
         levels = [lv for a in key for lv in groups[a]]
         if levels == [lv for lv in self.tree.names if lv in levels]:
             return self.cart.Sub([lv in levels for lv in self.tree.names])
-        color = sum(self.coords[a] * self.abstract.rank_strides[a]
-                    for a in self.names if a not in key)
-        rank = 0
-        for a in key:
-            rank = rank * self.sizes[a] + self.coords[a]
+        color = sum(
+            self.coords[a] * self.abstract.rank_strides[a] for a in self.names if a not in key
+        )
+        rank = number((self.coords[a] for a in key), [self.sizes[a] for a in key])
         return self.cart.Split(color, rank)
 
     def ring(self, name: str, disp: int = 1) -> tuple[int, int]:

@@ -5,7 +5,7 @@ L2B, L1B, MAB, PE (rank = PE index on the board). A subtree or a whole level is 
 sub-communicator over some levels, as for any mesh.
 
 A :class:`Binding` maps each axis of an algorithm's mesh to a group of tree levels (in tree
-order); the axis coordinate is row-major over its levels. :func:`bind_layout` rewrites an
+order); the axis coordinate is row-major over its levels. ``layouts.bind_layout`` rewrites an
 algorithm's layout in MN-Core notation (``n_x`` -> ``a_L2B, b_L1B``), so the same descriptors
 set up data on the tree.
 """
@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .mesh import AbstractMesh, MeshError
+from .radix import digits, number
 
 LEVELS = ("L2B", "L1B", "MAB", "PE")
 BOARD = (16, 8, 16, 4)
@@ -26,9 +27,11 @@ BOARD = (16, 8, 16, 4)
 def tree_mesh(sizes) -> AbstractMesh:
     sizes = tuple(int(s) for s in sizes)
     if len(sizes) != len(LEVELS):
-        raise MeshError(f"an MN-Core tree has {len(LEVELS)} levels ({', '.join(LEVELS)}); "
-                        f"got {len(sizes)} sizes")
-    return AbstractMesh(tuple(zip(LEVELS, sizes)))
+        raise MeshError(
+            f"an MN-Core tree has {len(LEVELS)} levels ({', '.join(LEVELS)}); "
+            f"got {len(sizes)} sizes"
+        )
+    return AbstractMesh(tuple(zip(LEVELS, sizes, strict=True)))
 
 
 def parse_topology(text: str | None) -> AbstractMesh | None:
@@ -39,15 +42,17 @@ def parse_topology(text: str | None) -> AbstractMesh | None:
     if text == "mncore":
         return tree_mesh(BOARD)
     if text.startswith("mncore:"):
-        parts = text[len("mncore:"):].replace("x", ",").split(",")
+        parts = text[len("mncore:") :].replace("x", ",").split(",")
         try:
             sizes = [int(p) for p in parts]
         except ValueError:
-            raise MeshError(f"topology {text!r}: sizes must be integers, as in "
-                            f"mncore:2,2,2,2 (L2B,L1B,MAB,PE)") from None
+            raise MeshError(
+                f"topology {text!r}: sizes must be integers, as in mncore:2,2,2,2 (L2B,L1B,MAB,PE)"
+            ) from None
         if len(sizes) != 4 or any(s < 1 for s in sizes):
-            raise MeshError(f"topology {text!r}: give four positive sizes L2B,L1B,MAB,PE, "
-                            f"as in mncore:2,2,2,2")
+            raise MeshError(
+                f"topology {text!r}: give four positive sizes L2B,L1B,MAB,PE, as in mncore:2,2,2,2"
+            )
         return tree_mesh(sizes)
     raise MeshError(f"topology {text!r} is not one of: mesh, mncore, mncore:L2B,L1B,MAB,PE")
 
@@ -87,26 +92,24 @@ class Binding:
                 raise MeshError(f"binding {self}: the levels of {a} must be in tree order")
             size = math.prod(tree.sizes[lv] for lv in lvs)
             if size != algo.sizes[a]:
-                raise MeshError(f"binding {self}: axis {a} has size {algo.sizes[a]} but its "
-                                f"levels give {size}")
+                raise MeshError(
+                    f"binding {self}: axis {a} has size {algo.sizes[a]} but its levels give {size}"
+                )
 
     # -- coordinates ----------------------------------------------------------------------
     def tree_coords(self, algo_coords: Mapping[str, int], tree: AbstractMesh) -> dict[str, int]:
         out = {}
         for a, lvs in self.axes:
-            c = algo_coords[a]
-            for lv in reversed(lvs):
-                c, out[lv] = divmod(c, tree.sizes[lv])
+            out.update(
+                zip(lvs, digits(algo_coords[a], [tree.sizes[lv] for lv in lvs]), strict=True)
+            )
         return out
 
     def algo_coords(self, tree_coords: Mapping[str, int], tree: AbstractMesh) -> dict[str, int]:
-        out = {}
-        for a, lvs in self.axes:
-            c = 0
-            for lv in lvs:
-                c = c * tree.sizes[lv] + tree_coords[lv]
-            out[a] = c
-        return out
+        return {
+            a: number((tree_coords[lv] for lv in lvs), [tree.sizes[lv] for lv in lvs])
+            for a, lvs in self.axes
+        }
 
 
 def parse_binding(text: str, algo: AbstractMesh, tree: AbstractMesh) -> Binding:
@@ -115,14 +118,19 @@ def parse_binding(text: str, algo: AbstractMesh, tree: AbstractMesh) -> Binding:
     for part in text.split(","):
         name, eq, levels = part.partition("=")
         if not eq:
-            raise MeshError(f"binding {text!r}: write axis=LEVEL+LEVEL,... "
-                            f"(e.g. x=L2B+L1B,y=MAB+PE)")
-        lvs = () if levels.strip() in ("", "1") else tuple(l.strip() for l in levels.split("+"))
-        pairs.append((name.strip(), tuple(sorted(lvs, key=lambda l: LEVELS.index(l)
-                                                 if l in LEVELS else -1))))
+            raise MeshError(
+                f"binding {text!r}: write axis=LEVEL+LEVEL,... (e.g. x=L2B+L1B,y=MAB+PE)"
+            )
+        lvs = () if levels.strip() in ("", "1") else tuple(v.strip() for v in levels.split("+"))
+        pairs.append(
+            (name.strip(), tuple(sorted(lvs, key=lambda v: LEVELS.index(v) if v in LEVELS else -1)))
+        )
     names = dict(pairs)
-    b = Binding(tuple((a, names.get(a, ())) for a in algo.names) if set(names) <= set(algo.names)
-                else tuple(pairs))
+    b = Binding(
+        tuple((a, names.get(a, ())) for a in algo.names)
+        if set(names) <= set(algo.names)
+        else tuple(pairs)
+    )
     b.check(algo, tree)
     return b
 
@@ -135,7 +143,7 @@ def bindings(algo: AbstractMesh, tree: AbstractMesh) -> list[Binding]:
     out = []
     for assign in itertools.product(range(len(algo.names)), repeat=len(big)):
         groups = {a: [] for a in algo.names}
-        for lv, k in zip(big, assign):
+        for lv, k in zip(big, assign, strict=True):
             groups[algo.names[k]].append(lv)
         groups[algo.names[-1]] += ones
         b = Binding(tuple((a, tuple(sorted(groups[a], key=LEVELS.index))) for a in algo.names))
@@ -158,61 +166,21 @@ def _natural_key(b: Binding, algo, tree):
 def default_binding(algo: AbstractMesh, tree: AbstractMesh) -> Binding:
     found = bindings(algo, tree)
     if not found:
-        raise MeshError(f"mesh {algo} cannot be bound onto tree {tree}: no grouping of the "
-                        f"levels gives the axis sizes")
+        raise MeshError(
+            f"mesh {algo} cannot be bound onto tree {tree}: no grouping of the "
+            f"levels gives the axis sizes"
+        )
     return found[0]
 
 
-# -- layouts -----------------------------------------------------------------------------
-def bind_layout(layout, binding: Binding, tree: AbstractMesh):
-    """``layout`` (algorithm axes) rewritten on the tree levels; see the module docstring."""
-    from layouts.tensorlayout import Factor, LayoutError, Rotation, TensorLayout
-
-    groups = binding.map
-    sizes = tree.sizes
-
-    def levels_of(a):
-        if a not in groups:
-            raise LayoutError(str(layout), f"level {a} is not an axis of the binding {binding}")
-        return groups[a]
-
-    dims = []
-    for dim in layout.dims:
-        out = []
-        for f in dim:
-            if not f.is_device:
-                out.append(f)
-                continue
-            lvs = levels_of(f.level)
-            whole = math.prod(sizes[lv] for lv in lvs)
-            if f.size != whole or f.stride not in (None, 1) or layout.levels[f.level] != f.size:
-                raise LayoutError(str(layout), f"factor {f.size}_{f.level} does not cover axis "
-                                  f"{f.level} whole (size {whole}); only whole-axis factors can "
-                                  f"be bound to tree levels")
-            out += [Factor(sizes[lv], lv) for lv in lvs if sizes[lv] > 1]
-        if not out:  # every factor was a size-1 level
-            out = [Factor(1, None, 1)]
-        dims.append(tuple(out))
-
-    def map_names(names):
-        return tuple(lv for a in names for lv in levels_of(a))
-
-    rotation = None
-    if layout.rotation is not None:
-        offset = []
-        for a, c in layout.rotation.offset:
-            lvs = levels_of(a)
-            for i, lv in enumerate(lvs):
-                if sizes[lv] > 1:
-                    offset.append((lv, c * math.prod(sizes[l] for l in lvs[i + 1:])))
-        order = {lv: i for i, lv in enumerate(LEVELS)}
-        offset.sort(key=lambda t: order.get(t[0], -1))
-        rotation = Rotation(tuple(offset), layout.rotation.pace, layout.rotation.window)
-        if not offset:  # every rotating axis has size 1: keep a zero-coefficient-free rotation
-            rotation = Rotation((), layout.rotation.pace, layout.rotation.window)
-    return TensorLayout(tuple(dims), layout.logical_shape, map_names(layout.broadcast),
-                        map_names(layout.partial), rotation)
-
-
-__all__ = ["LEVELS", "BOARD", "Binding", "bind_layout", "bindings", "default_binding",
-           "is_tree", "parse_binding", "parse_topology", "tree_mesh"]
+__all__ = [
+    "LEVELS",
+    "BOARD",
+    "Binding",
+    "bindings",
+    "default_binding",
+    "is_tree",
+    "parse_binding",
+    "parse_topology",
+    "tree_mesh",
+]

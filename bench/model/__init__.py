@@ -1,0 +1,34 @@
+"""The alpha-beta-gamma cost model, evaluated on the schedule an algorithm really executes.
+
+:func:`schedule` (schedule.py) runs an algorithm's own ``multiply`` loop on a symbolic
+communication layer (no MPI, no GEMMs) for one rank, so the events priced here are the ones the
+real run issues. :func:`predict` (walk.py) walks them with a calibrated :class:`Profile`
+(profile.py); collective costs follow MPICH's algorithms (topology/costs.py), scaled by a factor
+per collective that calibration measures. redistribution.py prices moving a tensor between two
+layouts; stated.py holds the literature's closed forms for comparison. No MPI import here:
+predictions for thousands of ranks run anywhere.
+"""
+
+from algorithms.events import level_bytes
+from topology.costs import EAGER_LIMIT, collective_seconds
+
+from .profile import Profile, ProfileError
+from .redistribution import redistribution_counts, redistribution_seconds
+from .schedule import bytes_per_rank, schedule
+from .stated import stated_cost
+from .walk import Prediction, predict
+
+__all__ = [
+    "EAGER_LIMIT",
+    "Prediction",
+    "Profile",
+    "ProfileError",
+    "bytes_per_rank",
+    "collective_seconds",
+    "level_bytes",
+    "predict",
+    "redistribution_counts",
+    "redistribution_seconds",
+    "schedule",
+    "stated_cost",
+]

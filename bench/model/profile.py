@@ -1,0 +1,150 @@
+"""A machine profile: the calibrated prices of messages, collectives, GEMMs and copies.
+
+`distmm calibrate` writes it. Message and collective prices use the alpha-beta formulas of
+topology/costs.py with the fitted parameters, scaled by a measured factor per collective. GEMM
+rates are interpolated linearly in log(m), log(k), log(n) over the measured grid.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from topology.costs import EAGER_LIMIT, collective_seconds
+
+
+class ProfileError(ValueError):
+    """A machine profile that is missing, unreadable or incomplete."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Calibrated machine parameters (what `distmm calibrate` writes)."""
+
+    alpha: float  # s per message, small-message fit
+    beta: float  # s per byte, small-message fit
+    alpha_large: float  # large-message fit
+    beta_large: float
+    gemm: dict = field(default_factory=dict)  # dtype -> [[m, k, n, seconds], ...]
+    collective_factor: dict = field(default_factory=dict)  # kind -> measured / formula
+    shared_efficiency: tuple = ()  # ((ranks per core, efficiency), ...) from calibration
+    copy_bandwidth: float = 5e9  # bytes/s one core copies (read + write counted once)
+    cores: int = 1
+    meta: dict = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Profile:
+        try:
+            data = json.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise ProfileError(
+                f"profile {path} does not exist (make one with "
+                f"`mpiexec -n 2 distmm calibrate --out {path}`)"
+            ) from None
+        except (OSError, ValueError) as err:
+            raise ProfileError(f"profile {path} is not readable JSON ({err})") from None
+        try:
+            p2p = data["p2p"]
+            return cls(
+                alpha=p2p["small"]["alpha"],
+                beta=p2p["small"]["beta"],
+                alpha_large=p2p["large"]["alpha"],
+                beta_large=p2p["large"]["beta"],
+                gemm=data["gemm"],
+                collective_factor=data.get("collective_factor", {}),
+                shared_efficiency=tuple(map(tuple, data.get("oversubscription", []))),
+                copy_bandwidth=float(data.get("copy_bandwidth", 5e9)),
+                cores=int(data["machine"]["cores"]),
+                meta=data.get("machine", {}),
+            )
+        except (KeyError, TypeError) as err:
+            raise ProfileError(f"profile {path} lacks {err} (re-run distmm calibrate)") from None
+
+    # -- prices ---------------------------------------------------------------------------
+    def slowdown(self, ranks_per_node: int) -> float:
+        """How much longer a rank's work takes when ranks share cores: ranks per core divided by
+        the measured time-slicing efficiency (interpolated; 1 rank per core or fewer: 1)."""
+        per_core = ranks_per_node / self.cores
+        if per_core <= 1:
+            return 1.0
+        pts = sorted(self.shared_efficiency) or [(1.0, 1.0)]
+        xs, ys = [1.0] + [p[0] for p in pts], [1.0] + [p[1] for p in pts]
+        return per_core / float(np.interp(per_core, xs, ys))
+
+    def p2p(self, nbytes: int) -> float:
+        if nbytes < EAGER_LIMIT:
+            return self.alpha + nbytes * self.beta
+        return self.alpha_large + nbytes * self.beta_large
+
+    def collective(self, kind: str, nbytes: int, g: int) -> float:
+        base = collective_seconds(
+            kind, nbytes, g, self.alpha, self.beta, self.alpha_large, self.beta_large
+        )
+        return base * self.collective_factor.get(kind, 1.0)
+
+    def gemm_seconds(self, m: int, k: int, n: int, dtype: str) -> float:
+        """Seconds for one C += A @ B of shape (m, k, n) on one core: the calibrated seconds per
+        flop, interpolated linearly in log(m), log(k), log(n) over the measured grid (clamped
+        at its edges)."""
+        memo = self.__dict__.setdefault("_gemm_memo", {})
+        key = (m, k, n, dtype)
+        if key not in memo:
+            memo[key] = 2.0 * m * k * n * self._per_flop(dtype, (m, k, n))
+        return memo[key]
+
+    def _per_flop(self, dtype: str, mkn: tuple[int, int, int]) -> float:
+        cache = self.__dict__.setdefault("_grids", {})
+        if dtype not in cache:
+            cache[dtype] = _GemmRates.of(self.gemm.get(dtype) or self.gemm.get("float32"), dtype)
+        return cache[dtype].per_flop(mkn)
+
+
+@dataclass(frozen=True)
+class _GemmRates:
+    """Seconds per flop over a measured m x k x n grid, linear in the logs of the sizes."""
+
+    logs: tuple[np.ndarray, ...]  # log of each axis's measured sizes
+    varying: tuple[int, ...]  # the axes measured at more than one size
+    rates: object  # RegularGridInterpolator over the varying axes, or the one rate
+
+    @classmethod
+    def of(cls, rows, dtype: str) -> _GemmRates:
+        if not rows:
+            raise ProfileError(f"profile has no GEMM rates for {dtype}")
+        axes = [sorted({r[i] for r in rows}) for i in range(3)]
+        table = np.full([len(a) for a in axes], np.nan)
+        for m, k, n, sec in rows:
+            table[axes[0].index(m), axes[1].index(k), axes[2].index(n)] = sec / (2.0 * m * k * n)
+        if np.isnan(table).any():
+            raise ProfileError(
+                "profile's GEMM table is not a full m x k x n grid (re-run distmm calibrate)"
+            )
+        logs = tuple(np.log(a) for a in axes)
+        # an axis measured at one size does not vary the rate: interpolate over the others
+        varying = tuple(i for i, a in enumerate(axes) if len(a) > 1)
+        table = table.reshape([len(axes[i]) for i in varying])
+        if not varying:
+            return cls(logs, varying, float(table))
+        # imported here: scipy.interpolate takes most of a second to import, and every
+        # `distmm run` rank imports this module, most without pricing a GEMM
+        from scipy.interpolate import RegularGridInterpolator
+
+        rates = RegularGridInterpolator([logs[i] for i in varying], table)
+        return cls(logs, varying, rates)
+
+    def per_flop(self, mkn: tuple[int, int, int]) -> float:
+        if not self.varying:
+            return self.rates
+        # clamped to the grid's edges: no extrapolation beyond the measured sizes
+        point = [
+            min(max(math.log(max(mkn[i], 1)), self.logs[i][0]), self.logs[i][-1])
+            for i in self.varying
+        ]
+        return float(self.rates([point])[0])
+
+
+__all__ = ["Profile", "ProfileError"]

@@ -1,0 +1,53 @@
+"""What one message or collective costs: MPICH's algorithms in the alpha-beta model.
+
+The formulas follow MPICH's collective algorithms (Thakur, Rabenseifner, Gropp 2005). ``nbytes``
+is what an event's ``nbytes`` means (algorithms/events.py): the buffer, and for an allgather one
+rank's piece. Messages shorter than :data:`EAGER_LIMIT` use the small-message parameters
+(``alpha``, ``beta``), longer ones the large-message ones (which default to the small ones). The
+cost model (bench/model) scales these by calibrated factors; the tree's link model
+(topology/links.py) calls them with one level's parameters.
+"""
+
+from __future__ import annotations
+
+import math
+
+EAGER_LIMIT = 16384  # bytes: below, MPICH uses the short-message algorithms
+
+
+def collective_seconds(
+    kind: str,
+    nbytes: int,
+    g: int,
+    alpha: float,
+    beta: float,
+    alpha_large: float | None = None,
+    beta_large: float | None = None,
+) -> float:
+    """Seconds for ``kind`` (shift, bcast, allgather, reduce_scatter, allreduce) on g ranks;
+    ``beta`` is seconds per byte."""
+    if g <= 1:
+        return 0.0
+    n = nbytes
+    lg = math.ceil(math.log2(g))
+    if n < EAGER_LIMIT:
+        a, b = alpha, beta
+    else:
+        a = alpha if alpha_large is None else alpha_large
+        b = beta if beta_large is None else beta_large
+    if kind == "shift":
+        return a + n * b
+    if kind == "bcast":  # binomial tree, or scatter + ring allgather for long messages
+        if n < EAGER_LIMIT or g < 8:
+            return lg * (a + n * b)
+        return (lg + g - 1) * a + 2 * (g - 1) / g * n * b
+    if kind == "allgather":  # n is one rank's piece: ring
+        return (g - 1) * (a + n * b)
+    if kind == "reduce_scatter":  # n is the whole buffer
+        return lg * a + (g - 1) / g * n * b
+    if kind == "allreduce":  # Rabenseifner
+        return 2 * lg * a + 2 * (g - 1) / g * n * b
+    raise ValueError(f"no cost formula for {kind}")
+
+
+__all__ = ["EAGER_LIMIT", "collective_seconds"]
