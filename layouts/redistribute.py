@@ -128,6 +128,11 @@ def _check_source(src: TensorLayout, am: AbstractMesh) -> _Placement:
     if src.partial:
         raise LayoutError(str(src), "a partial-sum layout (P@[...]) must be reduced before it "
                                     "is redistributed or gathered")
+    return check_whole(src, am)
+
+
+def check_whole(src: TensorLayout, am: AbstractMesh) -> _Placement:
+    """Every logical element has a holder at step 0 on the mesh; return the placement."""
     place = _placement(src, am)
     # Residues the logical elements need (per-dim residue sets combined), each needs a holder.
     needed = np.zeros(1, np.int64)
@@ -249,4 +254,4 @@ def gather(block: np.ndarray, layout: TensorLayout, mesh: Mesh, root: int = 0):
     return got.reshape(shape) if mesh.rank == root else None
 
 
-__all__ = ["check_on_mesh", "redistribute", "gather"]
+__all__ = ["check_on_mesh", "check_whole", "redistribute", "gather"]
