@@ -141,6 +141,11 @@ def _check_source(src: TensorLayout, am: AbstractMesh) -> Placement:
             str(src),
             "a partial-sum layout (P@[...]) must be reduced before it is redistributed or gathered",
         )
+    return check_whole(src, am)
+
+
+def check_whole(src: TensorLayout, am: AbstractMesh) -> Placement:
+    """Every logical element has a holder at step 0 on the mesh; return the placement."""
     place = placement(src, am)
     # Residues the logical elements need (per-dim residue sets combined), each needs a holder.
     needed = np.zeros(1, np.int64)
@@ -267,4 +272,4 @@ def gather(block: np.ndarray, layout: TensorLayout, mesh: Mesh, root: int = 0):
     return got.reshape(shape) if mesh.rank == root else None
 
 
-__all__ = ["Placement", "check_on_mesh", "gather", "placement", "redistribute"]
+__all__ = ["Placement", "check_on_mesh", "check_whole", "gather", "placement", "redistribute"]

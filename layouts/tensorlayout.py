@@ -164,7 +164,7 @@ class TensorLayout:
         extra = tuple(lv for lv in mesh_levels if lv not in used)
         return self.broadcast + extra
 
-    def with_shape(self, logical_shape: tuple[int, ...]) -> "TensorLayout":
+    def with_shape(self, logical_shape: tuple[int, ...]) -> TensorLayout:
         return TensorLayout(
             self.dims, tuple(logical_shape), self.broadcast, self.partial, self.rotation
         )
@@ -333,7 +333,7 @@ def _tup(t) -> str:
 def _describe(layout: TensorLayout) -> str:
     try:
         return format_layout(layout)
-    except Exception:  # noqa: BLE001 - only used to quote a value that failed validation
+    except Exception:
         return repr(layout.dims)
 
 

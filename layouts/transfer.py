@@ -1,0 +1,212 @@
+"""Redistribution between layouts on different meshes over the same ranks (COSTA's general case).
+
+``src`` lives on ``src_mesh`` and ``dst`` on ``dst_mesh``, both meshes of the P ranks of one
+communicator: rank r of the communicator is rank r of ``src_mesh`` and, unless ``ranks``
+relabels the destination, rank r of ``dst_mesh`` (with ``ranks``, destination mesh rank d runs
+on communicator rank ``ranks[d]``). One ``Alltoallv`` moves the data, with no metadata: every
+rank computes both sides' counts and orders from the layouts, as ``redistribute`` does.
+
+Who sends an element to a destination holder t: t itself when t already holds it in ``src``
+(a local copy, so data in place never moves), else its primary source (the lowest holder).
+``exchange_counts`` computes the same counts for every pair of ranks without MPI, per
+dimension (a rank is a sum of per-dimension parts), so the model can price a transfer and the
+relabelling can choose ``ranks``; ``overlap_counts`` gives what each rank already holds of what
+each destination rank needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from topology.mesh import AbstractMesh, MeshError
+
+from .redistribute import (
+    Placement,
+    _check_block,
+    _check_source,
+    _exchange,
+    _logical,
+    check_on_mesh,
+    placement,
+)
+from .tensorlayout import LayoutError, TensorLayout
+
+_CHUNK = 1 << 20  # key combinations handled at once by the counting (bounds its memory)
+
+
+def redistribute_between(
+    block: np.ndarray,
+    src: TensorLayout,
+    src_mesh: AbstractMesh,
+    dst: TensorLayout,
+    dst_mesh: AbstractMesh,
+    comm,
+    ranks: Sequence[int] | None = None,
+) -> np.ndarray:
+    """This rank's block in ``dst`` (zeros at padding) from its block in ``src`` (step 0)."""
+    size, me = comm.Get_size(), comm.Get_rank()
+    if src_mesh.size != size:
+        raise MeshError(
+            f"source mesh {src_mesh} has {src_mesh.size} ranks, the communicator {size}"
+        )
+    to_comm, from_comm = _relabelling(ranks, size)
+    splace, dplace = _check_pair(src, src_mesh, dst, dst_mesh)
+    block = _check_block(block, src)
+    held = _held_table(splace, size)
+
+    # send: every destination holder of my elements that gets them from me
+    idx, keep = _logical(src, src_mesh.coords(me))
+    vals = block[np.ix_(*keep)].ravel()
+    flat = np.ravel_multi_index(np.meshgrid(*idx, indexing="ij"), src.logical_shape).ravel()
+    sbase, sres = splace.locate(idx)
+    primary = sbase + splace.primary[sres]
+    dest, real = dplace.holder_ranks(idx)
+    dest = to_comm[np.where(real, dest, 0)]
+    has = _holds(held, sbase[:, None], sres[:, None], dest)
+    send = real & ((dest == me) | (~has & (primary == me)[:, None]))
+    rows = np.nonzero(send)[0]
+
+    # receive: the elements my destination block needs, by source
+    dcoords = dst_mesh.coords(int(from_comm[me]))
+    ridx, rkeep = _logical(dst, dcoords)
+    if any(dcoords[lv] != 0 for lv in dst.partial):  # a partial-sum copy off 0 stays zero
+        ridx = tuple(ix[:0] for ix in ridx)
+        rkeep = tuple(np.zeros_like(m) for m in rkeep)
+    rbase, rres = splace.locate(ridx)
+    mine = _holds(held, rbase, rres, np.full(rbase.shape, me))
+    source = np.where(mine, me, rbase + splace.primary[rres])
+
+    got = _exchange(comm, vals[rows], dest[send], flat[rows], source, block.dtype)
+    out = np.zeros(dst.block_shape, dtype=block.dtype)
+    out[np.ix_(*rkeep)] = got.reshape([ix.size for ix in ridx])
+    return out
+
+
+def exchange_counts(
+    src: TensorLayout,
+    src_mesh: AbstractMesh,
+    dst: TensorLayout,
+    dst_mesh: AbstractMesh,
+    ranks: Sequence[int] | None = None,
+) -> np.ndarray:
+    """(P, P) elements: [s, t] = what communicator rank s sends rank t in
+    ``redistribute_between`` with the same arguments (the diagonal is copied locally)."""
+    P = src_mesh.size
+    to_comm, _ = _relabelling(ranks, P)
+    splace, dplace = _check_pair(src, src_mesh, dst, dst_mesh)
+    held = _held_table(splace, P)
+    out = np.zeros(P * P, np.int64)
+    for sbase, sres, dbase, dres, count in _keys(src, splace, dplace):
+        dh = dplace.holders[dres]
+        real = dh >= 0
+        t = to_comm[np.where(real, dbase[:, None] + dh, 0)]
+        has = _holds(held, sbase[:, None], sres[:, None], t)
+        source = np.where(has, t, (sbase + splace.primary[sres])[:, None])
+        np.add.at(out, (source * P + t)[real], np.broadcast_to(count[:, None], t.shape)[real])
+    return out.reshape(P, P)
+
+
+def overlap_counts(
+    src: TensorLayout, src_mesh: AbstractMesh, dst: TensorLayout, dst_mesh: AbstractMesh
+) -> tuple[np.ndarray, np.ndarray]:
+    """(H, needed): H[s, d] elements source rank s holds in ``src`` that destination mesh rank
+    d needs in ``dst``; needed[d] the elements rank d needs (padding and P@ copies off
+    coordinate 0 need nothing). Laid on communicator ranks ``ranks``, the transfer moves
+    ``needed.sum() - sum_d H[ranks[d], d]`` elements."""
+    P = src_mesh.size
+    splace, dplace = _check_pair(src, src_mesh, dst, dst_mesh)
+    H = np.zeros(P * P, np.int64)
+    needed = np.zeros(P, np.int64)
+    for sbase, sres, dbase, dres, count in _keys(src, splace, dplace):
+        sh, dh = splace.holders[sres], dplace.holders[dres]
+        d = dbase[:, None] + dh
+        np.add.at(needed, d[dh >= 0], np.broadcast_to(count[:, None], d.shape)[dh >= 0])
+        for k in range(sh.shape[1]):
+            s = sbase + sh[:, k]
+            pair = s[:, None] * P + d
+            real = (sh[:, k] >= 0)[:, None] & (dh >= 0)
+            np.add.at(H, pair[real], np.broadcast_to(count[:, None], d.shape)[real])
+    return H.reshape(P, P), needed
+
+
+# -- checks ----------------------------------------------------------------------------------
+def _relabelling(ranks: Sequence[int] | None, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(to_comm, from_comm): destination mesh rank -> communicator rank, and back."""
+    if ranks is None:
+        ident = np.arange(size, dtype=np.int64)
+        return ident, ident
+    to_comm = np.asarray(ranks, dtype=np.int64).ravel()
+    if to_comm.size != size or not np.array_equal(np.sort(to_comm), np.arange(size)):
+        raise MeshError(f"ranks {list(map(int, to_comm))} is not a permutation of 0..{size - 1}")
+    return to_comm, np.argsort(to_comm)
+
+
+def _check_pair(
+    src: TensorLayout, src_mesh: AbstractMesh, dst: TensorLayout, dst_mesh: AbstractMesh
+) -> tuple[Placement, Placement]:
+    if src_mesh.size != dst_mesh.size:
+        raise MeshError(
+            f"source mesh {src_mesh} has {src_mesh.size} ranks, destination mesh "
+            f"{dst_mesh} has {dst_mesh.size}: they must be the same ranks"
+        )
+    splace = _check_source(src, src_mesh)
+    check_on_mesh(dst, dst_mesh)
+    if tuple(src.logical_shape) != tuple(dst.logical_shape):
+        raise LayoutError(
+            str(dst),
+            f"logical shape {dst.logical_shape} differs from the "
+            f"source's {src.logical_shape} ({src})",
+        )
+    return splace, placement(dst, dst_mesh)
+
+
+# -- who holds what --------------------------------------------------------------------------
+def _held_table(place: Placement, size: int) -> np.ndarray:
+    """(n_time, P) bool: [residue, offset] whether base + offset holds an element of residue."""
+    table = np.zeros((place.n_time, size), dtype=bool)
+    for r, row in enumerate(place.holders):
+        table[r, row[row >= 0]] = True
+    return table
+
+
+def _holds(table: np.ndarray, base, res, rank) -> np.ndarray:
+    """Whether ``rank`` holds (in the source) the elements at ``base``/``res`` (broadcast)."""
+    off = rank - base
+    ok = (off >= 0) & (off < table.shape[1])
+    return ok & table[res, np.where(ok, off, 0)]
+
+
+def _keys(src: TensorLayout, splace: Placement, dplace: Placement):
+    """Yield (src base rank, src residue, dst base rank, dst residue, element count) arrays
+    over the logical elements, grouped: per dimension the distinct (src rank part, src
+    residue part, dst rank part, dst residue part) tuples, combined across dimensions."""
+    per_dim = []
+    for d, n in enumerate(src.logical_shape):
+        parts = np.stack(
+            [
+                splace.rank_part[d][:n],
+                splace.residue_part[d][:n],
+                dplace.rank_part[d][:n],
+                dplace.residue_part[d][:n],
+            ],
+            axis=1,
+        )
+        keys, counts = np.unique(parts, axis=0, return_counts=True)
+        per_dim.append((keys, counts.astype(np.int64)))
+    keys, counts = per_dim[-1]
+    for k, c in reversed(per_dim[1:-1]):  # the inner dimensions, fully combined
+        keys = (k[:, None, :] + keys[None, :, :]).reshape(-1, 4)
+        counts = np.outer(c, counts).ravel()
+    first, first_counts = (
+        per_dim[0] if len(per_dim) > 1 else (np.zeros((1, 4), np.int64), np.ones(1, np.int64))
+    )
+    step = max(1, _CHUNK // max(1, len(keys)))
+    for lo in range(0, len(first), step):
+        k = (first[lo : lo + step, None, :] + keys[None, :, :]).reshape(-1, 4)
+        c = np.outer(first_counts[lo : lo + step], counts).ravel()
+        yield k[:, 0], k[:, 1] % splace.n_time, k[:, 2], k[:, 3] % dplace.n_time, c
+
+
+__all__ = ["redistribute_between", "exchange_counts", "overlap_counts"]

@@ -1,0 +1,122 @@
+"""exchange_counts and overlap_counts (layouts.transfer) against a brute-force count from the
+block maps, element by element, for layouts on different meshes (serial, no MPI)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from layouts import LayoutError, parse_layout
+from layouts.blockmap import held_indices
+from layouts.named import user_layout
+from layouts.transfer import exchange_counts, overlap_counts
+from topology import AbstractMesh, MeshError
+
+
+def _holders(layout, mesh, skip_partial: bool) -> dict[tuple[int, int], list[int]]:
+    """Element -> ranks holding it at step 0 (P@ copies off coordinate 0 left out if asked)."""
+    out: dict[tuple[int, int], list[int]] = {}
+    shape = layout.logical_shape
+    for r in range(mesh.size):
+        coords = mesh.coords(r)
+        if skip_partial and any(coords[lv] != 0 for lv in layout.partial):
+            continue
+        held = held_indices(layout, coords)
+        for e in itertools.product(
+            *(ix[ix < n].tolist() for ix, n in zip(held, shape, strict=True))
+        ):
+            out.setdefault(e, []).append(r)
+    return out
+
+
+def brute(src, smesh, dst, dmesh, ranks=None):
+    P = smesh.size
+    to_comm = list(range(P)) if ranks is None else list(ranks)
+    sh, dh = _holders(src, smesh, False), _holders(dst, dmesh, True)
+    counts = np.zeros((P, P), np.int64)
+    overlap = np.zeros((P, P), np.int64)
+    needed = np.zeros(P, np.int64)
+    for e, dests in dh.items():
+        for d in dests:
+            t = to_comm[d]
+            counts[t if t in sh[e] else min(sh[e]), t] += 1
+            needed[d] += 1
+            for s in sh[e]:
+                overlap[s, d] += 1
+    return counts, overlap, needed
+
+
+def _lay(text, shape):
+    return parse_layout(text).with_shape(shape)
+
+
+def cases(shape=(7, 10)):
+    """(name, layout, mesh) on 4 ranks: named layouts and algorithm-like ones."""
+    m, n = shape
+    xy, yx = AbstractMesh.of(x=2, y=2), AbstractMesh.of(y=2, x=2)
+    out = [(s, *user_layout(s, shape, 4)) for s in ("rows", "cols", "block", "block-cyclic:2")]
+    c2 = lambda k: -(-k // 2)  # noqa: E731
+    out += [
+        ("summa_yx", _lay(f"((2_x, {c2(m)}), (2_y, {c2(n)}))", shape), yx),
+        ("cannon_a", _lay(f"((2_x, {c2(m)}), (2_Time, {c2(n)}); R@[x + y])", shape), xy),
+        ("rows_repl", _lay(f"((2_x, {c2(m)}), ({n}))", shape), xy),
+        ("replicated", _lay(f"(({m}), ({n}))", shape), xy),
+        ("window", _lay(f"(({m}), (4_Time, {-(-n // 4)}); R@[x + 2*y, window=2])", shape), xy),
+    ]
+    return out
+
+
+DST_ONLY = [("partial_y", _lay("((2_x, 4), (10); P@[y])", (7, 10)), AbstractMesh.of(x=2, y=2))]
+
+
+@pytest.mark.parametrize("ranks", [None, (2, 0, 3, 1)])
+def test_counts_match_brute_force(ranks):
+    all_cases = cases()
+    for (sn, s, sm), (dn, d, dm) in itertools.product(all_cases, all_cases + DST_ONLY):
+        want_counts, want_overlap, want_needed = brute(s, sm, d, dm, ranks)
+        got = exchange_counts(s, sm, d, dm, ranks)
+        assert np.array_equal(got, want_counts), (sn, dn, ranks)
+        H, needed = overlap_counts(s, sm, d, dm)
+        assert np.array_equal(H, want_overlap) and np.array_equal(needed, want_needed), (sn, dn)
+        # what moves = what is needed minus what is already in place
+        to_comm = range(4) if ranks is None else ranks
+        kept = sum(H[to_comm[k], k] for k in range(4))
+        assert got.sum() - np.trace(got) == needed.sum() - kept, (sn, dn, ranks)
+
+
+@pytest.mark.parametrize("P", [1, 2, 3, 5, 6])
+def test_counts_other_sizes(P):
+    shape = (11, 5)
+    names = ["rows", "cols", "block", "block-cyclic:2", "block-cyclic:3"]
+    for a, b in itertools.product(names, names):
+        s, sm = user_layout(a, shape, P)
+        d, dm = user_layout(b, shape, P)
+        want, _, _ = brute(s, sm, d, dm)
+        got = exchange_counts(s, sm, d, dm)
+        assert np.array_equal(got, want), (a, b, P)
+        assert got.sum() == 11 * 5
+
+
+def test_counts_big_without_enumerating():
+    # 2^16 x 2^16 on 256 ranks: per-dimension counting, no element enumeration
+    s, sm = user_layout("block-cyclic:64", (65536, 65536), 256)
+    d, dm = user_layout("rows", (65536, 65536), 256)
+    c = exchange_counts(s, sm, d, dm)
+    assert c.sum() == 65536**2 and np.all(c.sum(axis=0) == 65536**2 // 256)
+
+
+def test_bad_inputs():
+    s, sm = user_layout("block", (8, 8), 4)
+    d, dm = user_layout("rows", (8, 8), 2)
+    with pytest.raises(MeshError, match="must be the same ranks"):
+        exchange_counts(s, sm, d, dm)
+    d, dm = user_layout("rows", (8, 9), 4)
+    with pytest.raises(LayoutError, match="differs from the source"):
+        exchange_counts(s, sm, d, dm)
+    d, dm = user_layout("rows", (8, 8), 4)
+    with pytest.raises(MeshError, match="not a permutation"):
+        exchange_counts(s, sm, d, dm, ranks=[0, 1, 1, 3])
+    with pytest.raises(LayoutError, match="must be reduced"):
+        exchange_counts(*DST_ONLY[0][1:], d, dm)

@@ -1,0 +1,93 @@
+"""COSTA's relabelling (layouts.relabel): layouts equal up to a rank permutation move nothing."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from layouts import parse_layout
+from layouts.named import grid, user_layout
+from layouts.relabel import Relabelling, relabel, relabel_layouts
+from layouts.transfer import exchange_counts
+from topology import AbstractMesh
+
+
+def _moved(src, sm, dst, dm, ranks) -> int:
+    c = exchange_counts(src, sm, dst, dm, ranks)
+    return int(c.sum() - np.trace(c))
+
+
+def test_permutation_matrix_moves_nothing():
+    rng = np.random.default_rng(3)
+    for P in (1, 2, 5, 8, 17):
+        perm = rng.permutation(P)
+        V = np.zeros((P, P), np.int64)
+        V[perm, np.arange(P)] = 10  # destination d's data sits on rank perm[d]
+        r = relabel(V, itemsize=8)
+        assert r.ranks == tuple(int(x) for x in perm)
+        assert r.bytes_after == 0 and r.bytes_before == 80 * int((perm != np.arange(P)).sum())
+
+
+def test_identity_kept_when_optimal():
+    V = np.ones((4, 4), np.int64)
+    r = relabel(V)
+    assert r.is_identity and r.bytes_before == r.bytes_after == 12 and r.bytes_saved == 0
+
+
+def test_relabel_refuses_non_square():
+    with pytest.raises(ValueError, match="square"):
+        relabel(np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("P", [1, 2, 3, 4, 6, 8, 9, 12])
+def test_native_up_to_rank_permutation_moves_zero_bytes(P):
+    """The user's `block` (ranks row-major over r, c) against an algorithm's 2-D blocks on a
+    mesh whose axes run the other way (rank = x + p * y): the same blocks, other ranks."""
+    shape = (13, 10)
+    src, sm = user_layout("block", shape, P)
+    p, q = grid(P)
+    native = parse_layout(f"(({p}_x, {-(-13 // p)}), ({q}_y, {-(-10 // q)}))").with_shape(shape)
+    nm = AbstractMesh.of(y=q, x=p)
+    r = relabel_layouts(src, sm, native, nm, itemsize=8)
+    assert r.bytes_after == 0
+    assert _moved(src, sm, native, nm, r.ranks) == 0
+    assert r.bytes_before == 8 * _moved(src, sm, native, nm, None)
+    if p > 1 and q > 1:
+        assert r.bytes_before > 0
+
+
+def test_rows_onto_a_2d_mesh_in_other_order():
+    shape = (12, 5)
+    src, sm = user_layout("rows", shape, 6)  # rank k holds rows 2k, 2k+1
+    native = parse_layout("((2_a, 3_b, 2), (5))")  # rows block 3a + b on rank b * 2 + a
+    nm = AbstractMesh.of(b=3, a=2)
+    r = relabel_layouts(src, sm, native, nm)
+    assert r.bytes_after == 0 and r.bytes_before > 0
+    assert r.ranks == tuple(3 * a + b for b in range(3) for a in range(2))
+
+
+@pytest.mark.parametrize("P", [2, 4, 6])
+def test_relabel_bytes_equal_the_transfer(P):
+    """bytes_before/after are what the Alltoallv moves with and without the relabelling, for
+    pairs of named layouts and replicated sources (local copies count as in place)."""
+    shape = (9, 14)
+    specs = ["rows", "cols", "block", "block-cyclic:2"]
+    pairs = [
+        (user_layout(a, shape, P), user_layout(b, shape, P))
+        for a, b in itertools.product(specs, specs)
+    ]
+    repl = parse_layout("((9), (14))")
+    pairs.append(((repl, AbstractMesh.of(z=P)), user_layout("block", shape, P)))
+    for (s, sm), (d, dm) in pairs:
+        r = relabel_layouts(s, sm, d, dm, itemsize=4)
+        assert isinstance(r, Relabelling) and sorted(r.ranks) == list(range(P))
+        assert r.bytes_after == 4 * _moved(s, sm, d, dm, r.ranks)
+        assert r.bytes_before == 4 * _moved(s, sm, d, dm, None)
+        assert r.bytes_after <= r.bytes_before
+    # a replicated source is in place whatever the order
+    assert (
+        relabel_layouts(repl, AbstractMesh.of(z=P), *user_layout("cols", shape, P)).bytes_before
+        == 0
+    )

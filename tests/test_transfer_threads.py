@@ -1,0 +1,84 @@
+"""redistribute_between run by P threads over an in-memory Alltoallv (serial, no mpiexec): the
+MPI test's checks at rank counts this small machine does not launch (6, 8, 9)."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import numpy as np
+import pytest
+from test_redistribute_between_mpi import SEED, layouts_for
+
+from layouts import generate_block
+from layouts.relabel import relabel_layouts
+from layouts.transfer import exchange_counts, redistribute_between
+
+
+class ThreadComm:
+    """Rank ``rank`` of ``size`` threads; Alltoallv through a shared table and a barrier."""
+
+    def __init__(self, rank: int, size: int, table: list, barrier: threading.Barrier):
+        self.rank, self.size, self.table, self.barrier = rank, size, table, barrier
+        self.sent: list[list[int]] = []
+
+    def Get_rank(self) -> int:
+        return self.rank
+
+    def Get_size(self) -> int:
+        return self.size
+
+    def Alltoallv(self, send, recv):
+        sbuf, (scounts, sdispls), _ = send
+        rbuf, (rcounts, rdispls), _ = recv
+        self.sent.append(list(scounts))
+        self.table[self.rank] = (sbuf, scounts, sdispls)
+        self.barrier.wait()
+        for s, (buf, counts, displs) in enumerate(self.table):
+            n = counts[self.rank]
+            assert n == rcounts[s], f"rank {self.rank} expects {rcounts[s]} from {s}, gets {n}"
+            rbuf[rdispls[s] : rdispls[s] + n] = buf[displs[self.rank] : displs[self.rank] + n]
+        self.barrier.wait()
+
+
+def run_ranks(P: int, job) -> list:
+    """job(comm) on P threads; their results in rank order (the first error re-raised)."""
+    table, barrier = [None] * P, threading.Barrier(P, timeout=60)
+    out, errors = [None] * P, []
+
+    def main(rank):
+        try:
+            out[rank] = job(ThreadComm(rank, P, table, barrier))
+        except Exception as err:
+            errors.append(err)
+            barrier.abort()
+
+    threads = [threading.Thread(target=main, args=(r,)) for r in range(P)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return out
+
+
+@pytest.mark.parametrize("P", [4, 6, 8, 9])
+def test_threaded_transfers_exact_and_counted(P):
+    shape = (13, 7)
+    lays = layouts_for(shape, P)
+    shuffled = tuple(int(r) for r in np.random.default_rng(P).permutation(P))
+    for (sn, (s, sm)), (dn, (d, dm)) in itertools.product(lays.items(), lays.items()):
+        best = relabel_layouts(s, sm, d, dm).ranks
+        for ranks in (None, best, shuffled):
+
+            def job(comm, s=s, sm=sm, d=d, dm=dm, ranks=ranks):
+                block = generate_block(s, sm.coords(comm.rank), SEED)
+                return redistribute_between(block, s, sm, d, dm, comm, ranks), comm.sent[0]
+
+            counts = exchange_counts(s, sm, d, dm, ranks)
+            order = range(P) if ranks is None else ranks
+            for me, (out, sent) in enumerate(run_ranks(P, job)):
+                want = generate_block(d, dm.coords(list(order).index(me)), SEED)
+                assert np.array_equal(out, want), (sn, dn, ranks, me)
+                assert sent == counts[me].tolist(), (sn, dn, ranks, me)
