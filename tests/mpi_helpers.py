@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from mpi4py import MPI
 
-from bench.run_cmd import run_plan
+from bench.runner import run_plan
 from topology import Mesh
 
 

@@ -12,7 +12,7 @@ from mpi4py import MPI
 
 from algorithms import cannon, cannon25d, summa, summa3d, summa25d
 from algorithms.plan import PlanError
-from bench.run_cmd import run_plan
+from bench.runner import run_plan
 from layouts import held_indices, parse_layout
 from mpi_helpers import run_and_verify
 from topology import Mesh

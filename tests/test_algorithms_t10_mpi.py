@@ -19,7 +19,7 @@ from mpi4py import MPI
 from algorithms import cannon, summa, t10, tesseract
 from algorithms.comm import Comm
 from algorithms.plan import PlanError
-from bench.run_cmd import make_plan, run_plan
+from bench.runner import make_plan, run_plan
 from bench.verify import SEED_A, SEED_B
 from layouts import Factor, Rotation, TensorLayout, generate_block, global_matrix, parse_layout
 from mpi_helpers import run_and_verify

@@ -7,7 +7,8 @@ import pytest
 
 from algorithms import ALGORITHMS, get
 from bench.model import Profile
-from bench.plan_cmd import candidates, parse_bytes, plan_chain
+from bench.planner import candidates, plan_chain
+from bench.units import parse_bytes
 from launch import distmm
 
 def test_candidates_cover_every_algorithm_and_grid(profile_file):

@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from bench.sweep_cmd import COLUMNS
+from bench.record import COLUMNS
 
 
 def test_report_from_small_table(tmp_path):

@@ -96,7 +96,7 @@ def test_toml_typo_names_key_and_line(tmp_path):
 
 
 def test_weak_rule_and_skips(tmp_path):
-    from bench.sweep_cmd import weak_shape
+    from bench.sweep_config import weak_shape
 
     assert weak_shape([512, 512, 512], 1, 8) == [1024, 1024, 1024]
     assert weak_shape([512, 512, 512], 1, 4, per="memory") == [1024, 1024, 1024]

@@ -7,7 +7,7 @@ import pytest
 from mpi4py import MPI
 
 from algorithms import get
-from bench.run_cmd import run_plan
+from bench.runner import run_plan
 from layouts import generate_block, global_matrix
 from layouts.redistribute import gather
 from topology import Mesh
