@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.files import write_atomic  # noqa: E402
 from bench.model import Profile  # noqa: E402
 from bench.planner import candidates, measure, recommend, run_set  # noqa: E402
 
@@ -118,7 +119,7 @@ def main() -> int:
         f"wall {time.monotonic() - started:.0f} s"
     )
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    write_atomic(args.out, "\n".join(lines) + "\n")
     return 0
 
 

@@ -13,7 +13,6 @@ Each run is `mpiexec -n P distmm run ALGO --topology ... --bind B --emulate-link
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from algorithms import ALGORITHMS, get  # noqa: E402
 from algorithms.plan import PlanError  # noqa: E402
+from bench.files import write_json_atomic  # noqa: E402
 from bench.launch import Launcher, run_argv  # noqa: E402
 from bench.units import parse_ints  # noqa: E402
 from topology.tree import LEVELS, bindings, parse_topology  # noqa: E402
@@ -123,7 +123,7 @@ def main() -> int:
                 x["model_agrees"] = agree
         rows += mine
     if args.out:
-        Path(args.out).write_text(json.dumps(rows, indent=1))
+        write_json_atomic(args.out, rows, indent=1)
     return 0
 
 
