@@ -43,7 +43,7 @@ class Pending:
     requests: list = field(default_factory=list)
     result: object = None
     finish: object = None  # callable run after completion (e.g. a local reduction)
-    comm: "Comm | None" = None
+    comm: Comm | None = None
     event: int | None = None  # index of the issuing event in comm.events
     issued: float = 0.0  # trace time of issue
     hold: float = 0.0  # link emulation: the op may not complete before this perf_counter time

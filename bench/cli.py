@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from .errors import UsageError
+
 SUBCOMMANDS = {
     "layout": ("bench.layout_cmd", "show a layout: canonical form, shapes, placement, plot"),
     "run": ("bench.run_cmd", "run one distributed multiplication (under mpiexec)"),
@@ -21,10 +23,6 @@ SUBCOMMANDS = {
     "sweep": ("bench.sweep_cmd", "run a scaling sweep under mpiexec into a results table"),
     "report": ("bench.report_cmd", "plots and a report (Markdown, HTML) from a results table"),
 }
-
-
-class UsageError(ValueError):
-    """Bad input the user can fix; printed as one line, exit status 2."""
 
 
 def _rank() -> int:
@@ -45,10 +43,12 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(names=tuple(SUBCOMMANDS)) -> argparse.ArgumentParser:
+    """The parser of the subcommands ``names`` (default: all)."""
     parser = _Parser(prog="distmm", description=__doc__.splitlines()[0])
     subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (module, help_text) in SUBCOMMANDS.items():
+    for name in names:
+        module, help_text = SUBCOMMANDS[name]
         sub = subs.add_parser(name, help=help_text, description=help_text)
         sub.set_defaults(_module=module)
         importlib.import_module(module).add_arguments(sub)
@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # Build only the parser of the subcommand asked for, so `distmm layout` never loads MPI.
-    parser = build_parser() if not argv or argv[0] not in SUBCOMMANDS else _one_parser(argv[0])
+    parser = build_parser([argv[0]] if argv and argv[0] in SUBCOMMANDS else SUBCOMMANDS)
     args = parser.parse_args(argv)
     from algorithms.plan import PlanError
     from layouts import LayoutError
@@ -68,21 +68,10 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return int(importlib.import_module(args._module).main(args) or 0)
-    except (UsageError, LayoutError, MeshError, PlanError, ProfileError,
-            FileNotFoundError) as err:
+    except (UsageError, LayoutError, MeshError, PlanError, ProfileError, FileNotFoundError) as err:
         if _rank() == 0:
             print(f"distmm {args.command}: error: {err}", file=sys.stderr, flush=True)
         return 2
-
-
-def _one_parser(name: str) -> argparse.ArgumentParser:
-    module, help_text = SUBCOMMANDS[name]
-    parser = _Parser(prog="distmm", description=__doc__.splitlines()[0])
-    subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    sub = subs.add_parser(name, help=help_text, description=help_text)
-    sub.set_defaults(_module=module)
-    importlib.import_module(module).add_arguments(sub)
-    return parser
 
 
 if __name__ == "__main__":

@@ -16,8 +16,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 ENV = "DISTMM_FAULT"
-PHASES = ("setup", "verify", "gemm", "shift", "bcast", "allgather", "reduce_scatter",
-          "allreduce", "copy")
+PHASES = (
+    "setup",
+    "verify",
+    "gemm",
+    "shift",
+    "bcast",
+    "allgather",
+    "reduce_scatter",
+    "allreduce",
+    "copy",
+)
 
 
 class InjectedFault(RuntimeError):
@@ -45,8 +54,11 @@ class Fault:
                 return
             message = f"injected fault on rank {rank} at {phase} #{seen['n']} ({ENV})"
             if self.mode == "exit":
-                print(f"[rank {rank}] {message}: exiting without MPI clean-up", file=sys.stderr,
-                      flush=True)
+                print(
+                    f"[rank {rank}] {message}: exiting without MPI clean-up",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 os._exit(3)
             raise InjectedFault(message)
 
@@ -62,15 +74,21 @@ def fault_from_env(environ: Mapping[str, str] = os.environ) -> Fault | None:
     for part in text.split(","):
         key, sep, value = part.partition("=")
         if not sep or key.strip() not in ("rank", "phase", "after", "mode"):
-            raise ValueError(f"{ENV}={text!r}: expected rank=R,phase=P[,after=N][,mode=M], "
-                             f"not {part!r}")
+            raise ValueError(
+                f"{ENV}={text!r}: expected rank=R,phase=P[,after=N][,mode=M], not {part!r}"
+            )
         fields[key.strip()] = value.strip()
     try:
-        fault = Fault(rank=int(fields["rank"]), phase=fields["phase"],
-                      after=int(fields.get("after", 0)), mode=fields.get("mode", "raise"))
+        fault = Fault(
+            rank=int(fields["rank"]),
+            phase=fields["phase"],
+            after=int(fields.get("after", 0)),
+            mode=fields.get("mode", "raise"),
+        )
     except (KeyError, ValueError):
-        raise ValueError(f"{ENV}={text!r}: rank and phase are required, rank and after are "
-                         f"integers") from None
+        raise ValueError(
+            f"{ENV}={text!r}: rank and phase are required, rank and after are integers"
+        ) from None
     if fault.phase not in PHASES:
         raise ValueError(f"{ENV}: unknown phase {fault.phase!r} (one of {', '.join(PHASES)})")
     if fault.mode not in ("raise", "exit"):

@@ -2,9 +2,10 @@
 
 When ranks outnumber cores, MPICH's busy polling makes waiting ranks steal the cores of working
 ones, and multi-threaded BLAS makes it worse (notes/machine.md). So: yielding progress settings
-for MPICH and Open MPI (read at MPI_Init, so set before mpi4py is imported) and BLAS threads =
-cores // ranks on this node (at least 1). An unexpected exception on any rank aborts the job
-instead of leaving the other ranks waiting in a collective.
+for MPICH and Open MPI (read at MPI_Init, so set before mpi4py is imported) and
+:func:`blas_threads` BLAS threads per rank (the one policy, for runs and for the jobs
+bench/launch.py starts). An unexpected exception on any rank aborts the job instead of leaving
+the other ranks waiting in a collective.
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def blas_threads(cores: int, ranks_on_node: int) -> int:
+    """BLAS threads per rank: the node's cores shared out among its ranks, at least 1."""
+    return max(1, cores // max(1, ranks_on_node))
 
 
 def launched_local_ranks() -> int:
@@ -63,7 +69,7 @@ def start_mpi():
     node = world.Split_type(MPI.COMM_TYPE_SHARED)
     local = node.Get_size()
     node.Free()
-    threads = max(1, cores() // local)
+    threads = blas_threads(cores(), local)
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=threads, user_api="blas")
@@ -87,7 +93,9 @@ def _install_abort_hook(MPI) -> None:
             sys.stderr.write(f"[rank {rank}] {value}: aborting the job\n")
         else:
             lines = traceback.format_exception(kind, value, tb)
-            sys.stderr.write(f"[rank {rank}] unexpected error, aborting the job:\n" + "".join(lines))
+            sys.stderr.write(
+                f"[rank {rank}] unexpected error, aborting the job:\n" + "".join(lines)
+            )
         sys.stderr.flush()
         time.sleep(0.3)  # let the launcher forward the message before Abort tears the job down
         MPI.COMM_WORLD.Abort(1)

@@ -12,6 +12,8 @@ import json
 import os
 from pathlib import Path
 
+from .files import replacing, write_json_atomic
+
 MAIN_LANE, COMM_LANE = 0, 1  # tid 0: what the rank does; tid 1: messages in flight
 
 
@@ -21,32 +23,51 @@ class Tracer:
 
         self.directory = Path(directory)
         self.rank = rank
-        self.viz = VizTracer(output_file=str(self.directory / f"rank{rank}.json"), verbose=0,
-                             tracer_entries=entries, pid_suffix=False)
+        self.viz = VizTracer(
+            output_file=str(self.directory / f"rank{rank}.json"),
+            verbose=0,
+            tracer_entries=entries,
+            pid_suffix=False,
+        )
         self.now = self.viz.getts  # microseconds
         self.enabled = True
 
-    def span(self, name: str, **args) -> "_Span":
+    def span(self, name: str, **args) -> _Span:
         return _Span(self, name, args)
 
     def add(self, name: str, start: float, end: float, lane: int = MAIN_LANE, **args) -> None:
         if self.enabled:
             # viztracer stamps its own pid/tid, so the lane travels in args; combine() uses it
             args = {k: v for k, v in args.items() if v is not None}
-            self.viz.add_raw({"ph": "X", "name": name, "ts": start, "dur": end - start,
-                              "cat": "distmm", "args": dict(args, lane=lane)})
+            self.viz.add_raw(
+                {
+                    "ph": "X",
+                    "name": name,
+                    "ts": start,
+                    "dur": end - start,
+                    "cat": "distmm",
+                    "args": dict(args, lane=lane),
+                }
+            )
 
     def marker(self, name: str, **args) -> None:
         """An instant event; ``sync`` markers are recorded right after a barrier on every rank."""
-        self.viz.add_raw({"ph": "i", "s": "g", "name": name, "ts": self.now(), "cat": "distmm",
-                          "args": dict(args, lane=MAIN_LANE)})
+        self.viz.add_raw(
+            {
+                "ph": "i",
+                "s": "g",
+                "name": name,
+                "ts": self.now(),
+                "cat": "distmm",
+                "args": dict(args, lane=MAIN_LANE),
+            }
+        )
 
     def save(self) -> Path:
         self.directory.mkdir(parents=True, exist_ok=True)
         out = self.directory / f"rank{self.rank}.json"
-        tmp = self.directory / f".rank{self.rank}.tmp.json"
-        self.viz.save(str(tmp), verbose=0)
-        os.replace(tmp, out)
+        with replacing(out) as tmp:  # viztracer picks the format by the suffix: .json
+            self.viz.save(str(tmp), verbose=0)
         return out
 
 
@@ -93,15 +114,34 @@ def combine(directory: str | os.PathLike) -> Path:
     start = min((e["ts"] for evs in per_rank.values() for e in evs), default=0.0)
     events: list[dict] = []
     for rank, evs in sorted(per_rank.items()):
-        events.append({"ph": "M", "pid": rank, "tid": 0, "name": "process_name",
-                       "args": {"name": f"rank {rank}"}})
-        events.append({"ph": "M", "pid": rank, "tid": MAIN_LANE, "name": "thread_name",
-                       "args": {"name": "compute / blocking"}})
-        events.append({"ph": "M", "pid": rank, "tid": COMM_LANE, "name": "thread_name",
-                       "args": {"name": "messages in flight"}})
+        events.append(
+            {
+                "ph": "M",
+                "pid": rank,
+                "tid": 0,
+                "name": "process_name",
+                "args": {"name": f"rank {rank}"},
+            }
+        )
+        events.append(
+            {
+                "ph": "M",
+                "pid": rank,
+                "tid": MAIN_LANE,
+                "name": "thread_name",
+                "args": {"name": "compute / blocking"},
+            }
+        )
+        events.append(
+            {
+                "ph": "M",
+                "pid": rank,
+                "tid": COMM_LANE,
+                "name": "thread_name",
+                "args": {"name": "messages in flight"},
+            }
+        )
         events.extend(dict(e, ts=e["ts"] - start) for e in evs)
-    out = directory / "combined.json"
-    tmp = directory / ".combined.json.tmp"
-    tmp.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}))
-    os.replace(tmp, out)
-    return out
+    return write_json_atomic(
+        directory / "combined.json", {"traceEvents": events, "displayTimeUnit": "ms"}
+    )

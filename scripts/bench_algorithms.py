@@ -11,9 +11,6 @@ Each run is a separate job, one at a time, so they do not disturb each other.
 """
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,19 +20,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from algorithms import ALGORITHMS, get  # noqa: E402
+from bench.files import replacing  # noqa: E402
+from bench.launch import DISTMM, Launcher, run_argv  # noqa: E402
+from bench.units import parse_ints  # noqa: E402
 
-MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
 
-
-def launch(P: int, argv: list[str], timeout: int = 900) -> dict | None:
-    env = dict(os.environ, MPIEXEC_TIMEOUT=str(timeout))
-    r = subprocess.run([MPIEXEC, "-n", str(P), sys.executable, *argv], capture_output=True,
-                       text=True, timeout=timeout + 30, env=env, cwd=ROOT)
-    if r.returncode != 0:
-        print(f"  failed ({r.returncode}): {' '.join(argv)}\n{r.stderr.strip()[-600:]}",
-              file=sys.stderr)
-        return None
-    return json.loads(r.stdout.strip().splitlines()[-1])
+def launch(P: int, argv: list[str], program=DISTMM, timeout: int = 900) -> dict | None:
+    """The JSON record `program ARGV` prints on P ranks (None, said on stderr, if it fails)."""
+    record, why = Launcher.find().run_json(P, argv, timeout, program=program, cwd=ROOT)
+    if record is None:
+        print(f"  failed: {' '.join(argv)}: {why}", file=sys.stderr)
+    return record
 
 
 def main() -> None:
@@ -53,25 +48,43 @@ def main() -> None:
             if not get(algo).grids(P):
                 continue
             print(f"P={P:>2} {algo} ...", file=sys.stderr, flush=True)
-            r = launch(P, ["-m", "bench.cli", "run", algo, "--shape", args.shape, "--json",
-                           "--repeat", str(args.repeat)])
+            r = launch(
+                P, run_argv(algo, parse_ints(args.shape, 3), repeat=args.repeat, as_json=True)
+            )
             if r:
-                rows.append({"P": P, "algo": algo, "grid": "x".join(map(str, r["grid"])),
-                             "seconds": r["seconds"], "gflops": r["gflops"],
-                             "compute_seconds": r["compute_seconds"],
-                             "compute/total": r["compute_ratio"], "verified": r["verified"]})
-        if args.peer and round(P ** 0.5) ** 2 == P:
+                rows.append(
+                    {
+                        "P": P,
+                        "algo": algo,
+                        "grid": "x".join(map(str, r["grid"])),
+                        "seconds": r["seconds"],
+                        "gflops": r["gflops"],
+                        "compute_seconds": r["compute_seconds"],
+                        "compute/total": r["compute_ratio"],
+                        "verified": r["verified"],
+                    }
+                )
+        if args.peer and round(P**0.5) ** 2 == P:
             print(f"P={P:>2} pylops-mpi summa ...", file=sys.stderr, flush=True)
-            r = launch(P, ["scripts/peer_pylops.py", "--shape", args.shape, "--repeat",
-                           str(args.repeat)])
+            r = launch(
+                P,
+                ["--shape", args.shape, "--repeat", str(args.repeat)],
+                program=(sys.executable, "scripts/peer_pylops.py"),
+            )
             if r:
-                rows.append({"P": P, "algo": "pylops-mpi summa", "grid": "", "seconds": r["seconds"],
-                             "gflops": r["gflops"]})
+                rows.append(
+                    {
+                        "P": P,
+                        "algo": "pylops-mpi summa",
+                        "grid": "",
+                        "seconds": r["seconds"],
+                        "gflops": r["gflops"],
+                    }
+                )
     table = pd.DataFrame(rows)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(args.out).with_suffix(".tmp")
-    table.to_csv(tmp, index=False)
-    os.replace(tmp, args.out)
+    with replacing(args.out) as tmp:
+        table.to_csv(tmp, index=False)
     with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
         print(table.to_string(index=False))
     if args.peer:

@@ -14,10 +14,7 @@ With --trace-overhead it also times square runs with and without --trace.
 """
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -29,25 +26,30 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from algorithms import ALGORITHMS, get  # noqa: E402
+from bench.files import replacing  # noqa: E402
+from bench.launch import Launcher, run_argv  # noqa: E402
 from bench.machine import cores  # noqa: E402
 from bench.model import bytes_per_rank  # noqa: E402
 
-MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
-SHAPES = {"square": (2048, 2048, 2048), "tall-skinny": (8192, 1024, 512),
-          "K-large": (768, 8192, 768)}
+SHAPES = {
+    "square": (2048, 2048, 2048),
+    "tall-skinny": (8192, 1024, 512),
+    "K-large": (768, 8192, 768),
+}
 
 
 def launch(P: int, argv: list[str], timeout: int = 900) -> dict | None:
-    env = dict(os.environ, MPIEXEC_TIMEOUT=str(timeout))
-    r = subprocess.run([MPIEXEC, "-n", str(P), sys.executable, "-m", "bench.cli", *argv],
-                       capture_output=True, text=True, timeout=timeout + 30, env=env, cwd=ROOT)
-    if r.returncode != 0:
-        print(f"  failed ({r.returncode}): {' '.join(argv)}\n{r.stderr.strip()[-600:]}",
-              file=sys.stderr)
-        return None
-    if argv[0] == "calibrate":
-        return {}
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    """The JSON record `distmm ARGV` prints on P ranks (None, said on stderr, if it fails)."""
+    record, why = Launcher.find().run_json(P, argv, timeout, cwd=ROOT)
+    if record is None:
+        print(f"  failed: {' '.join(argv)}: {why}", file=sys.stderr)
+    return record
+
+
+def calibrate(P: int, out: Path) -> None:
+    state, rc, _, err = Launcher.find().run(P, ["calibrate", "--out", str(out)], 900, cwd=ROOT)
+    if state != "done" or rc != 0:
+        print(f"  calibration failed ({state}, exit {rc}):\n{err.strip()[-600:]}", file=sys.stderr)
 
 
 def main() -> None:
@@ -64,7 +66,7 @@ def main() -> None:
     if not profile.exists():
         print(f"calibrating on {cores()} ranks -> {profile}", file=sys.stderr, flush=True)
         profile.parent.mkdir(parents=True, exist_ok=True)
-        launch(cores(), ["calibrate", "--out", str(profile)])
+        calibrate(cores(), profile)
     rows = []
     for P in (int(x) for x in args.ranks.split(",")):
         for algo in args.algos.split(","):
@@ -74,33 +76,45 @@ def main() -> None:
             for name in args.shapes.split(","):
                 shape = SHAPES[name]
                 print(f"P={P} {algo} {name}", file=sys.stderr, flush=True)
-                r = launch(P, ["run", algo, "--shape", ",".join(map(str, shape)), "--json",
-                               "--repeat", str(args.repeat), "--profile", str(profile)])
+                r = launch(
+                    P, run_argv(algo, shape, repeat=args.repeat, profile=str(profile), as_json=True)
+                )
                 if not r:
                     continue
                 model_bytes = bytes_per_rank(module, module.plan(shape, P), np.float32)
                 counted = r["bytes_sent_per_rank"]
                 ratio = (sum(counted) / sum(model_bytes)) if sum(model_bytes) else 1.0
-                rows.append({"algo": algo, "P": P, "shape": name,
-                             "grid": "x".join(map(str, r["grid"])),
-                             "measured_s": r["seconds"], "predicted_s": r["predicted_seconds"],
-                             "pred/meas": r["predicted_seconds"] / r["seconds"],
-                             "bytes counted/model": ratio,
-                             "bytes equal per rank": counted == model_bytes})
+                rows.append(
+                    {
+                        "algo": algo,
+                        "P": P,
+                        "shape": name,
+                        "grid": "x".join(map(str, r["grid"])),
+                        "measured_s": r["seconds"],
+                        "predicted_s": r["predicted_seconds"],
+                        "pred/meas": r["predicted_seconds"] / r["seconds"],
+                        "bytes counted/model": ratio,
+                        "bytes equal per rank": counted == model_bytes,
+                    }
+                )
     table = pd.DataFrame(rows)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    table.to_csv(tmp, index=False)
-    os.replace(tmp, out)
+    with replacing(out) as tmp:
+        table.to_csv(tmp, index=False)
     with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
         print(table.to_string(index=False))
     err = (table["pred/meas"] - 1).abs()
-    print(f"\nruns: {len(table)}; bytes equal on every rank in {int(table['bytes equal per rank'].sum())}"
-          f" of {len(table)}; median |pred/meas - 1| = {err.median():.3f}")
+    equal = int(table["bytes equal per rank"].sum())
+    print(
+        f"\nruns: {len(table)}; bytes equal on every rank in {equal} of {len(table)}; "
+        f"median |pred/meas - 1| = {err.median():.3f}"
+    )
     worst = table.assign(err=err).groupby("algo")["err"].max()
-    print("worst |pred/meas - 1| per algorithm: "
-          + ", ".join(f"{a} {v:.3f}" for a, v in worst.items()))
+    print(
+        "worst |pred/meas - 1| per algorithm: "
+        + ", ".join(f"{a} {v:.3f}" for a, v in worst.items())
+    )
     if args.trace_overhead:
         print("\ntracing overhead (square, median of runs):")
         for P in (int(x) for x in args.ranks.split(",")):
@@ -110,17 +124,21 @@ def main() -> None:
                 plain, traced = [], []
                 for _ in range(3):
                     with tempfile.TemporaryDirectory() as d:
-                        base = ["run", algo, "--shape", "2048,2048,2048", "--json",
-                                "--repeat", str(args.repeat)]
-                        a = launch(P, base)
-                        b = launch(P, base + ["--trace", d + "/t"])
+                        shape = (2048, 2048, 2048)
+                        a = launch(P, run_argv(algo, shape, repeat=args.repeat, as_json=True))
+                        b = launch(
+                            P,
+                            run_argv(algo, shape, repeat=args.repeat, trace=d + "/t", as_json=True),
+                        )
                         if a and b:
                             plain.append(a["seconds"])
                             traced.append(b["seconds"])
                 if plain:
                     ov = statistics.median(traced) / statistics.median(plain) - 1
-                    print(f"  P={P} {algo}: {statistics.median(plain):.4f} s plain, "
-                          f"{statistics.median(traced):.4f} s traced, overhead {ov * 100:+.1f}%")
+                    print(
+                        f"  P={P} {algo}: {statistics.median(plain):.4f} s plain, "
+                        f"{statistics.median(traced):.4f} s traced, overhead {ov * 100:+.1f}%"
+                    )
 
 
 if __name__ == "__main__":

@@ -32,15 +32,27 @@ def main() -> None:
     world = MPI.COMM_WORLD
     rank = world.Get_rank()
     rows, ks = local_block_split((M, K), rank, world)
-    a = values(SEED_A, np.arange(rows.start, rows.stop)[:, None],
-               np.arange(ks.start, ks.stop)[None, :], dtype=args.dtype)
+    a = values(
+        SEED_A,
+        np.arange(rows.start, rows.stop)[:, None],
+        np.arange(ks.start, ks.stop)[None, :],
+        dtype=args.dtype,
+    )
     kr, cols = local_block_split((K, N), rank, world)
-    b = values(SEED_B, np.arange(kr.start, kr.stop)[:, None],
-               np.arange(cols.start, cols.stop)[None, :], dtype=args.dtype)
+    b = values(
+        SEED_B,
+        np.arange(kr.start, kr.stop)[:, None],
+        np.arange(cols.start, cols.stop)[None, :],
+        dtype=args.dtype,
+    )
     op = MPIMatrixMult(a, N, kind="summa", dtype=args.dtype)
     shapes = world.allgather(b.size)
-    x = pylops_mpi.DistributedArray(global_shape=K * N, local_shapes=shapes,
-                                    partition=pylops_mpi.Partition.SCATTER, dtype=args.dtype)
+    x = pylops_mpi.DistributedArray(
+        global_shape=K * N,
+        local_shapes=shapes,
+        partition=pylops_mpi.Partition.SCATTER,
+        dtype=args.dtype,
+    )
     x[:] = b.ravel()
     op.matvec(x)  # warm-up
     times = []
@@ -52,8 +64,18 @@ def main() -> None:
         times.append(MPI.Wtime() - t0)
     if rank == 0:
         med = statistics.median(times)
-        print(json.dumps({"peer": "pylops-mpi summa", "P": world.Get_size(), "shape": [M, K, N],
-                          "seconds": med, "gflops": 2 * M * K * N / med / 1e9}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "peer": "pylops-mpi summa",
+                    "P": world.Get_size(),
+                    "shape": [M, K, N],
+                    "seconds": med,
+                    "gflops": 2 * M * K * N / med / 1e9,
+                }
+            ),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -23,15 +23,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.files import write_atomic  # noqa: E402
 from bench.model import Profile  # noqa: E402
-from bench.plan_cmd import candidates, measure, recommend, run_set  # noqa: E402
+from bench.planner import candidates, measure, recommend, run_set  # noqa: E402
 
 SHAPES = [
-    (1024, 1024, 1024), (1536, 1536, 1536), (2048, 2048, 2048),  # square
-    (8192, 512, 512), (4096, 256, 1024),                         # tall-skinny
-    (512, 8192, 512),                                             # K-large
-    (512, 512, 8192),                                             # wide
-    (2048, 1024, 512),                                            # mixed
+    (1024, 1024, 1024),
+    (1536, 1536, 1536),
+    (2048, 2048, 2048),  # square
+    (8192, 512, 512),
+    (4096, 256, 1024),  # tall-skinny
+    (512, 8192, 512),  # K-large
+    (512, 512, 8192),  # wide
+    (2048, 1024, 512),  # mixed
 ]
 
 
@@ -46,8 +50,21 @@ def main() -> int:
     if not Path(args.profile).exists():
         mpiexec = str(Path(sys.executable).parent / "mpiexec")
         print(f"calibrating at 8 ranks into {args.profile} ...", flush=True)
-        subprocess.run([mpiexec, "-n", "8", sys.executable, "-m", "bench.cli", "calibrate",
-                        "--out", args.profile], check=True, timeout=600)
+        subprocess.run(
+            [
+                mpiexec,
+                "-n",
+                "8",
+                sys.executable,
+                "-m",
+                "bench.cli",
+                "calibrate",
+                "--out",
+                args.profile,
+            ],
+            check=True,
+            timeout=600,
+        )
     profile = Profile.load(args.profile)
     ranks = [int(r) for r in args.ranks.split(",")]
     lines = []
@@ -56,11 +73,15 @@ def main() -> int:
         print(text, flush=True)
         lines.append(text)
 
-    say(f"distmm plan accuracy: profile {args.profile} (calibrated at "
+    say(
+        f"distmm plan accuracy: profile {args.profile} (calibrated at "
         f"{profile.meta.get('ranks', '?')} ranks, {profile.cores} cores); top {args.top} "
-        f"distinct (algorithm, grid) per case, --repeat {args.repeat}")
-    head = (f"{'case':<22}{'first choice':<30}{'measured fastest':<30}"
-            f"{'first/fastest':>14}{'hit':>5}{'<=10%':>7}{'plan [ms]':>10}")
+        f"distinct (algorithm, grid) per case, --repeat {args.repeat}"
+    )
+    head = (
+        f"{'case':<22}{'first choice':<30}{'measured fastest':<30}"
+        f"{'first/fastest':>14}{'hit':>5}{'<=10%':>7}{'plan [ms]':>10}"
+    )
     say(head)
     hits = within = total = 0
     plan_max = 0.0
@@ -74,7 +95,7 @@ def main() -> int:
             plan_s = time.perf_counter() - t0
             plan_max = max(plan_max, plan_s)
             got = measure(runs, shape, P, "float32", args.repeat)
-            timed = [(c, s) for c, (s, _) in zip(runs, got) if s is not None]
+            timed = [(c, s) for c, (s, _) in zip(runs, got, strict=True) if s is not None]
             case = f"P={P} {'x'.join(map(str, shape))}"
             if got[0][0] is None or not timed:
                 say(f"{case:<22}{_name(best):<30}failed: {got[0][1]}")
@@ -86,15 +107,19 @@ def main() -> int:
             total += 1
             hits += hit
             within += ok
-            say(f"{case:<22}{_name(best):<30}{_name(fast_c):<30}{ratio:>14.3f}"
-                f"{'yes' if hit else 'no':>5}{'yes' if ok else 'no':>7}{plan_s * 1e3:>10.0f}")
+            say(
+                f"{case:<22}{_name(best):<30}{_name(fast_c):<30}{ratio:>14.3f}"
+                f"{'yes' if hit else 'no':>5}{'yes' if ok else 'no':>7}{plan_s * 1e3:>10.0f}"
+            )
     say()
-    say(f"cases {total}: first choice measured fastest in {hits} ({100 * hits / total:.0f}%, "
+    say(
+        f"cases {total}: first choice measured fastest in {hits} ({100 * hits / total:.0f}%, "
         f"target 80%), within 10% in {within} ({100 * within / total:.0f}%, target 95%); "
         f"max planning time {plan_max * 1e3:.0f} ms (target < 1000 ms); "
-        f"wall {time.monotonic() - started:.0f} s")
+        f"wall {time.monotonic() - started:.0f} s"
+    )
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    write_atomic(args.out, "\n".join(lines) + "\n")
     return 0
 
 

@@ -13,9 +13,6 @@ Each run is `mpiexec -n P distmm run ALGO --topology ... --bind B --emulate-link
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -24,6 +21,9 @@ sys.path.insert(0, str(ROOT))
 
 from algorithms import ALGORITHMS, get  # noqa: E402
 from algorithms.plan import PlanError  # noqa: E402
+from bench.files import write_json_atomic  # noqa: E402
+from bench.launch import Launcher, run_argv  # noqa: E402
+from bench.units import parse_ints  # noqa: E402
 from topology.tree import LEVELS, bindings, parse_topology  # noqa: E402
 
 
@@ -32,8 +32,13 @@ def model_seconds(algo, plan, binding, tree, args) -> float:
     from topology.links import LinkModel
 
     events = schedule(get(algo), plan, 0, "float32", binding, tree)
-    return predict(events, Profile.load(args.profile), "float32", tree.size,
-                   links=LinkModel.load(args.links, tree)).seconds
+    return predict(
+        events,
+        Profile.load(args.profile),
+        "float32",
+        tree.size,
+        links=LinkModel.load(args.links, tree),
+    ).seconds
 
 
 def main() -> int:
@@ -47,14 +52,17 @@ def main() -> int:
     ap.add_argument("--out", help="write the rows as JSON here")
     args = ap.parse_args()
     tree = parse_topology(args.topology)
-    shape = tuple(int(x) for x in args.shape.split(","))
-    bindir = Path(sys.executable).parent
-    mpiexec = str(bindir / "mpiexec") if (bindir / "mpiexec").exists() else "mpiexec"
+    shape = parse_ints(args.shape, 3)
+    launcher = Launcher.find()
     rows = []
-    print(f"{args.topology}, links {args.links} (emulated), shape {args.shape}, "
-          f"median of {args.repeat}")
-    print(f"{'algo':<10}{'binding':<30}{'predicted':>10}{'measured':>10}{'meas/pred':>10}  "
-          + " ".join(f"{lv + ' MiB':>9}" for lv in LEVELS))
+    print(
+        f"{args.topology}, links {args.links} (emulated), shape {args.shape}, "
+        f"median of {args.repeat}"
+    )
+    print(
+        f"{'algo':<10}{'binding':<30}{'predicted':>10}{'measured':>10}{'meas/pred':>10}  "
+        + " ".join(f"{lv + ' MiB':>9}" for lv in LEVELS)
+    )
     for algo in args.algos:
         try:
             plan = get(algo).plan(shape, tree.size)
@@ -71,36 +79,51 @@ def main() -> int:
             chosen.append(found[0])
         mine = []
         for b in chosen:
-            cmd = [mpiexec, "-n", str(tree.size), sys.executable, "-m", "bench.cli", "run", algo,
-                   "--shape", args.shape, "--topology", args.topology, "--bind", str(b),
-                   "--emulate-links", args.links, "--repeat", args.repeat,
-                   "--profile", args.profile, "--json"]
-            out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600,
-                                 env=dict(os.environ, MPIEXEC_TIMEOUT="580"))
-            if out.returncode != 0:
-                print(f"{algo:<10}{str(b):<30}FAILED: {out.stderr.strip()[-300:]}")
+            argv = run_argv(
+                algo,
+                shape,
+                topology=args.topology,
+                binding=b,
+                emulate_links=args.links,
+                repeat=args.repeat,
+                profile=args.profile,
+                as_json=True,
+            )
+            r, why = launcher.run_json(tree.size, argv, 600, cwd=ROOT)
+            if r is None:
+                print(f"{algo:<10}{str(b):<30}FAILED: {why}")
                 continue
-            r = json.loads(out.stdout.strip().splitlines()[-1])
-            row = {"algo": algo, "binding": str(b), "predicted": r["predicted_seconds"],
-                   "measured": r["seconds"], "level_bytes": r["level_bytes"],
-                   "verified": r["verified"]}
+            row = {
+                "algo": algo,
+                "binding": str(b),
+                "predicted": r["predicted_seconds"],
+                "measured": r["seconds"],
+                "level_bytes": r["level_bytes"],
+                "verified": r["verified"],
+            }
             mine.append(row)
-            print(f"{algo:<10}{str(b):<30}{row['predicted']:>10.4f}{row['measured']:>10.4f}"
-                  f"{row['measured'] / row['predicted']:>10.2f}  "
-                  + " ".join(f"{row['level_bytes'][lv] / 2**20:>9.2f}" for lv in LEVELS)
-                  + ("" if row["verified"] else "  NOT VERIFIED"), flush=True)
+            print(
+                f"{algo:<10}{str(b):<30}{row['predicted']:>10.4f}{row['measured']:>10.4f}"
+                f"{row['measured'] / row['predicted']:>10.2f}  "
+                + " ".join(f"{row['level_bytes'][lv] / 2**20:>9.2f}" for lv in LEVELS)
+                + ("" if row["verified"] else "  NOT VERIFIED"),
+                flush=True,
+            )
         if len(mine) >= 2:
             p = min(mine, key=lambda x: x["predicted"])
             m = min(mine, key=lambda x: x["measured"])
             ties = [x for x in mine if x["predicted"] <= p["predicted"] * 1.02]
             agree = m in ties
-            print(f"{'':<10}model prefers {' or '.join(x['binding'] for x in ties)}; measured "
-                  f"fastest {m['binding']}: {'agree' if agree else 'DISAGREE'}", flush=True)
+            print(
+                f"{'':<10}model prefers {' or '.join(x['binding'] for x in ties)}; measured "
+                f"fastest {m['binding']}: {'agree' if agree else 'DISAGREE'}",
+                flush=True,
+            )
             for x in mine:
                 x["model_agrees"] = agree
         rows += mine
     if args.out:
-        Path(args.out).write_text(json.dumps(rows, indent=1))
+        write_json_atomic(args.out, rows, indent=1)
     return 0
 
 

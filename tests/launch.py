@@ -19,10 +19,12 @@ def mpiexec() -> str:
 def distmm_mpi(n: int, *args: str, timeout: float = 120, cwd=None) -> subprocess.CompletedProcess:
     env = dict(os.environ, MPIEXEC_TIMEOUT=str(int(timeout)))
     cmd = [mpiexec(), "-n", str(n), sys.executable, "-m", "bench.cli", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 15, env=env,
-                          cwd=cwd)
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout + 15, env=env, cwd=cwd
+    )
 
 
 def distmm(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bench.cli", *args], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "bench.cli", *args], capture_output=True, text=True, timeout=timeout
+    )

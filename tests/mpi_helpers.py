@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from mpi4py import MPI
 
-from bench.run_cmd import run_plan
+from bench.runner import run_plan
 from topology import Mesh
 
 
@@ -14,8 +14,7 @@ def run_and_verify(module, plan, dtype=np.float64, verify: str = "exact") -> dic
     world = MPI.COMM_WORLD
     mesh = Mesh(plan.mesh, world)
     try:
-        result, _ = run_plan(module, plan, mesh, np.dtype(dtype), repeat=1, warmup=0,
-                             verify=verify)
+        result, _ = run_plan(module, plan, mesh, np.dtype(dtype), repeat=1, warmup=0, verify=verify)
     finally:
         mesh.free()
     return result

@@ -9,16 +9,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from mpi4py import MPI
+from mpi_helpers import run_and_verify
 
 from algorithms.cannon import ALGORITHM as cannon
 from algorithms.cannon25d import ALGORITHM as cannon25d
+from algorithms.plan import PlanError
 from algorithms.summa import ALGORITHM as summa
 from algorithms.summa3d import ALGORITHM as summa3d
 from algorithms.summa25d import ALGORITHM as summa25d
-from algorithms.plan import PlanError
-from bench.run_cmd import run_plan
+from bench.runner import run_plan
 from layouts import held_indices, parse_layout
-from mpi_helpers import run_and_verify
 from topology import Mesh
 
 P = MPI.COMM_WORLD.Get_size()
@@ -69,8 +69,9 @@ def test_repeated_runs_leave_the_inputs_alone(module):
             plan = module.plan((13, 7, 11), P, grid=grid, overlap=overlap)
             mesh = Mesh(plan.mesh, MPI.COMM_WORLD)
             try:
-                r, _ = run_plan(module, plan, mesh, np.dtype(np.float64), repeat=2, warmup=1,
-                                verify="exact")
+                r, _ = run_plan(
+                    module, plan, mesh, np.dtype(np.float64), repeat=2, warmup=1, verify="exact"
+                )
             finally:
                 mesh.free()
             assert r["verified"], (grid, overlap, r["max_rel_error"])
@@ -105,8 +106,9 @@ def test_bytes_match_the_schedule(module):
 def _c_block(module, plan, dtype=np.float64):
     mesh = Mesh(plan.mesh, MPI.COMM_WORLD)
     try:
-        result, blocks = run_plan(module, plan, mesh, np.dtype(dtype), repeat=1, warmup=0,
-                                  verify="exact")
+        result, blocks = run_plan(
+            module, plan, mesh, np.dtype(dtype), repeat=1, warmup=0, verify="exact"
+        )
     finally:
         mesh.free()
     assert result["verified"]
@@ -114,8 +116,9 @@ def _c_block(module, plan, dtype=np.float64):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("pair", [(summa25d, summa), (cannon25d, cannon)],
-                         ids=["summa25d-summa", "cannon25d-cannon"])
+@pytest.mark.parametrize(
+    "pair", [(summa25d, summa), (cannon25d, cannon)], ids=["summa25d-summa", "cannon25d-cannon"]
+)
 def test_one_layer_is_the_2d_algorithm(pair):
     """d = 1: the same bytes and bit for bit the same C block as the 2D algorithm."""
     layered, flat = pair
@@ -170,24 +173,35 @@ def test_grids():
         assert module.plan((9, 9, 9), 64).grid == (4, 4, 4)
 
 
-@pytest.mark.parametrize("module, P, counts", [
-    (summa3d, 4, "1, 8, 27, 64"),
-    (summa25d, 6, "1, 4, 8, 9, 16, 18, 25, 27, 32"),
-    (cannon25d, 2, "1, 4, 8, 9, 16, 18, 25, 27, 32"),
-])
+@pytest.mark.parametrize(
+    "module, P, counts",
+    [
+        (summa3d, 4, "1, 8, 27, 64"),
+        (summa25d, 6, "1, 4, 8, 9, 16, 18, 25, 27, 32"),
+        (cannon25d, 2, "1, 4, 8, 9, 16, 18, 25, 27, 32"),
+    ],
+)
 def test_no_grid_names_the_counts(module, P, counts):
     with pytest.raises(PlanError, match=f"cannot run on {P} ranks .*it can on {counts}"):
         module.plan((8, 8, 8), P)
 
 
-@pytest.mark.parametrize("module, P, grid, match", [
-    (summa3d, 8, (4, 2, 1), r"grid 4x2x1 is not a cube .*for 8 ranks: 2x2x2"),
-    (summa3d, 8, (3, 3, 3), r"grid 3x3x3 has 27 ranks but the job has 8"),
-    (summa25d, 16, (2, 2, 4), r"grid 2x2x4 is not a p x p x d grid with 1 <= d <= p "
-                              r".*for 16 ranks: 4x4x1"),
-    (cannon25d, 8, (4, 2, 1), r"grid 4x2x1 is not a p x p x d grid .*for 8 ranks: 2x2x2"),
-    (cannon25d, 8, (2, 2, 1), r"has 4 ranks but the job has 8"),
-])
+@pytest.mark.parametrize(
+    "module, P, grid, match",
+    [
+        (summa3d, 8, (4, 2, 1), r"grid 4x2x1 is not a cube .*for 8 ranks: 2x2x2"),
+        (summa3d, 8, (3, 3, 3), r"grid 3x3x3 has 27 ranks but the job has 8"),
+        (
+            summa25d,
+            16,
+            (2, 2, 4),
+            r"grid 2x2x4 is not a p x p x d grid with 1 <= d <= p "
+            r".*for 16 ranks: 4x4x1",
+        ),
+        (cannon25d, 8, (4, 2, 1), r"grid 4x2x1 is not a p x p x d grid .*for 8 ranks: 2x2x2"),
+        (cannon25d, 8, (2, 2, 1), r"has 4 ranks but the job has 8"),
+    ],
+)
 def test_bad_grid(module, P, grid, match):
     with pytest.raises(PlanError, match=match):
         module.plan((8, 8, 8), P, grid=grid)
@@ -213,17 +227,17 @@ def test_summa3d_pieces_line_up(shape):
     p = 3
     Mp, Kp, Np = plan.A.padded_shape[0], plan.A.padded_shape[1], plan.B.padded_shape[1]
     for c in _mesh_coords(plan):
-        i, j, l = c["x"], c["y"], c["z"]
+        i, j, layer = c["x"], c["y"], c["z"]
         rows = held_indices(plan.A, c)[0]
         k_gathered = np.concatenate([held_indices(plan.A, {**c, "y": jj})[1] for jj in range(p)])
-        assert np.array_equal(k_gathered, np.arange(l * Kp // p, (l + 1) * Kp // p))
+        assert np.array_equal(k_gathered, np.arange(layer * Kp // p, (layer + 1) * Kp // p))
         assert np.array_equal(held_indices(plan.B, c)[0], k_gathered)
         n_gathered = np.concatenate([held_indices(plan.B, {**c, "x": ii})[1] for ii in range(p)])
         assert np.array_equal(n_gathered, np.arange(j * Np // p, (j + 1) * Np // p))
         assert np.array_equal(rows, np.arange(i * Mp // p, (i + 1) * Mp // p))
         c_rows, c_cols = held_indices(plan.C, c)
         assert np.array_equal(c_rows, rows)
-        assert np.array_equal(c_cols, np.array_split(n_gathered, p)[l])
+        assert np.array_equal(c_cols, np.array_split(n_gathered, p)[layer])
 
 
 @pytest.mark.parametrize("module", [summa25d, cannon25d], ids=lambda m: m.name)
@@ -235,21 +249,23 @@ def test_25d_layers_hold_their_k_slice(module, grid):
     Mp, Kp = plan.A.padded_shape
     ks = Kp // d
     for c in _mesh_coords(plan):
-        i, j, l = c["x"], c["y"], c["z"]
+        i, j, layer = c["x"], c["y"], c["z"]
         a_k = [held_indices(plan.A, c, t)[1] for t in range(p)]
         b_k = [held_indices(plan.B, c, t)[0] for t in range(p)]
         if module is cannon25d:
             # step t: chunk (i + j + t) % p of slice l, for A and B alike
             for t in range(p):
                 chunk = (i + j + t) % p
-                want = np.arange(l * ks + chunk * ks // p, l * ks + (chunk + 1) * ks // p)
+                want = np.arange(layer * ks + chunk * ks // p, layer * ks + (chunk + 1) * ks // p)
                 assert np.array_equal(a_k[t], want) and np.array_equal(b_k[t], want)
         else:
-            assert np.array_equal(a_k[0], np.arange(l * ks + j * ks // p,
-                                                    l * ks + (j + 1) * ks // p))
-            assert np.array_equal(b_k[0], np.arange(l * ks + i * ks // p,
-                                                    l * ks + (i + 1) * ks // p))
+            assert np.array_equal(
+                a_k[0], np.arange(layer * ks + j * ks // p, layer * ks + (j + 1) * ks // p)
+            )
+            assert np.array_equal(
+                b_k[0], np.arange(layer * ks + i * ks // p, layer * ks + (i + 1) * ks // p)
+            )
         a_rows = held_indices(plan.A, c)[0]
         c_rows, c_cols = held_indices(plan.C, c)
-        assert np.array_equal(c_rows, np.array_split(a_rows, d)[l])
+        assert np.array_equal(c_rows, np.array_split(a_rows, d)[layer])
         assert np.array_equal(c_cols, held_indices(plan.B, c)[1])

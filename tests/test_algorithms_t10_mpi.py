@@ -15,17 +15,17 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from mpi4py import MPI
+from mpi_helpers import run_and_verify
 
 from algorithms.cannon import ALGORITHM as cannon
+from algorithms.comm import Comm
+from algorithms.plan import PlanError
 from algorithms.summa import ALGORITHM as summa
 from algorithms.t10 import ALGORITHM as t10
 from algorithms.tesseract import ALGORITHM as tesseract
-from algorithms.comm import Comm
-from algorithms.plan import PlanError
-from bench.run_cmd import make_plan, run_plan
+from bench.runner import make_plan, run_plan
 from bench.verify import SEED_A, SEED_B
 from layouts import Factor, Rotation, TensorLayout, generate_block, global_matrix, parse_layout
-from mpi_helpers import run_and_verify
 from topology import Mesh
 
 P = MPI.COMM_WORLD.Get_size()
@@ -53,11 +53,13 @@ def _events(module, plan, rank: int, rename=None) -> list:
 
 
 def _rename(layout: TensorLayout, names: dict) -> TensorLayout:
-    dims = tuple(tuple(Factor(f.size, names.get(f.level, f.level), f.stride) for f in dim)
-                 for dim in layout.dims)
-    rot = layout.rotation and Rotation(tuple((names.get(lv, lv), c)
-                                             for lv, c in layout.rotation.offset),
-                                       layout.rotation.pace)
+    dims = tuple(
+        tuple(Factor(f.size, names.get(f.level, f.level), f.stride) for f in dim)
+        for dim in layout.dims
+    )
+    rot = layout.rotation and Rotation(
+        tuple((names.get(lv, lv), c) for lv, c in layout.rotation.offset), layout.rotation.pace
+    )
     return TensorLayout(dims, layout.logical_shape, layout.broadcast, layout.partial, rot)
 
 
@@ -98,8 +100,9 @@ def test_t10_repeated_runs_and_bytes():
             plan = t10.plan(shape, P, fop=fop, overlap=overlap)
             mesh = Mesh(plan.mesh, world)
             try:
-                r, _ = run_plan(t10, plan, mesh, np.dtype(np.float64), repeat=2, warmup=1,
-                                verify="exact")
+                r, _ = run_plan(
+                    t10, plan, mesh, np.dtype(np.float64), repeat=2, warmup=1, verify="exact"
+                )
             finally:
                 mesh.free()
             L, u = plan.params["units"], plan.params["unit"]
@@ -118,8 +121,10 @@ def test_t10_square_is_cannon():
     world = MPI.COMM_WORLD
     for overlap in (True, False):
         out = {}
-        for module, plan in ((cannon, cannon.plan((13, 7, 11), P, overlap=overlap)),
-                             (t10, t10.plan((13, 7, 11), P, fop=(p, 1, p), overlap=overlap))):
+        for module, plan in (
+            (cannon, cannon.plan((13, 7, 11), P, overlap=overlap)),
+            (t10, t10.plan((13, 7, 11), P, fop=(p, 1, p), overlap=overlap)),
+        ):
             mesh = Mesh(plan.mesh, world)
             try:
                 a = generate_block(plan.A, mesh.coords, SEED_A, np.float64)
@@ -129,8 +134,10 @@ def test_t10_square_is_cannon():
             finally:
                 mesh.free()
             rename = {"m": "x", "n": "y"} if module is t10 else {}
-            out[module.name] = (c, [replace(e, axes=tuple(rename.get(x, x) for x in e.axes))
-                                    for e in comm.events])
+            out[module.name] = (
+                c,
+                [replace(e, axes=tuple(rename.get(x, x) for x in e.axes)) for e in comm.events],
+            )
         assert np.array_equal(out["t10"][0], out["cannon"][0])
         assert out["t10"][1] == out["cannon"][1]
 
@@ -177,23 +184,33 @@ def test_tesseract_layouts():
     assert all(e.kind == "gemm" for r in range(8) for e in _events(tesseract, plan, r))
 
 
-@pytest.mark.parametrize("P_, fop, match", [
-    (6, (2, 1, 2), r"F_op 2,1,2 has 4 cores but the job has 6 \(for 6 ranks: 2,1,3; 3,1,2;"),
-    (4, (2, 2), r"F_op must be three positive integers"),
-    (4, (2, 0, 2), r"F_op must be three positive integers"),
-])
+@pytest.mark.parametrize(
+    "P_, fop, match",
+    [
+        (6, (2, 1, 2), r"F_op 2,1,2 has 4 cores but the job has 6 \(for 6 ranks: 2,1,3; 3,1,2;"),
+        (4, (2, 2), r"F_op must be three positive integers"),
+        (4, (2, 0, 2), r"F_op must be three positive integers"),
+    ],
+)
 def test_t10_bad_fop(P_, fop, match):
     with pytest.raises(PlanError, match=match):
         t10.plan((8, 8, 8), P_, fop=fop)
 
 
-@pytest.mark.parametrize("fop, pace, match", [
-    ((2, 1, 3), 3, r"pace 3 is not valid for F_op 2,1,3 \(L = 6 units, windows W_A = 2, "
-                   r"W_B = 3; valid: 1, 2\)"),
-    ((2, 1, 2), 2, r"valid: 1\)"),
-    ((4, 1, 6), 4, r"L = 12 units, windows W_A = 2, W_B = 3; valid: 1, 2\)"),
-    ((2, 1, 3), 0, r"pace 0 is not valid"),
-])
+@pytest.mark.parametrize(
+    "fop, pace, match",
+    [
+        (
+            (2, 1, 3),
+            3,
+            r"pace 3 is not valid for F_op 2,1,3 \(L = 6 units, windows W_A = 2, "
+            r"W_B = 3; valid: 1, 2\)",
+        ),
+        ((2, 1, 2), 2, r"valid: 1\)"),
+        ((4, 1, 6), 4, r"L = 12 units, windows W_A = 2, W_B = 3; valid: 1, 2\)"),
+        ((2, 1, 3), 0, r"pace 0 is not valid"),
+    ],
+)
 def test_t10_bad_pace(fop, pace, match):
     with pytest.raises(PlanError, match=match):
         t10.plan((8, 8, 8), math.prod(fop), fop=fop, pace=pace)
@@ -206,8 +223,15 @@ def test_t10_options():
     assert t10.plan((8, 8, 8), 24, fop=(4, 1, 6), pace=1).params["steps"] == 12
 
     def args(**kw):
-        base = dict(algo="t10", shape=(8, 8, 8), grid=None, fop=None, pace=None, panel=None,
-                    no_overlap=False)
+        base = dict(
+            algo="t10",
+            shape=(8, 8, 8),
+            grid=None,
+            fop=None,
+            pace=None,
+            panel=None,
+            no_overlap=False,
+        )
         return argparse.Namespace(**{**base, **kw})
 
     with pytest.raises(PlanError, match="t10 takes no --grid"):
@@ -219,10 +243,13 @@ def test_t10_options():
     assert make_plan(args(fop=(2, 1, 2), pace=1), 4)[1].params["fop"] == [2, 1, 2]
 
 
-@pytest.mark.parametrize("grid, match", [
-    ((2, 3, 1), r"grid 2x3x1 is not a q x q x d grid .*for 6 ranks: 1x1x6"),
-    ((2, 2, 1), r"grid 2x2x1 has 4 ranks but the job has 6"),
-])
+@pytest.mark.parametrize(
+    "grid, match",
+    [
+        ((2, 3, 1), r"grid 2x3x1 is not a q x q x d grid .*for 6 ranks: 1x1x6"),
+        ((2, 2, 1), r"grid 2x2x1 has 4 ranks but the job has 6"),
+    ],
+)
 def test_tesseract_bad_grid(grid, match):
     with pytest.raises(PlanError, match=match):
         tesseract.plan((8, 8, 8), 6, grid=grid)
@@ -301,8 +328,9 @@ def _windows(plan, coords, dtype=np.float64):
     return t10.prepare(plan, a, b, coords)
 
 
-@pytest.mark.parametrize("fop", [(2, 1, 3), (3, 1, 2), (2, 2, 3), (1, 1, 4), (4, 1, 1),
-                                 (2, 3, 1), (4, 1, 6)])
+@pytest.mark.parametrize(
+    "fop", [(2, 1, 3), (3, 1, 2), (2, 2, 3), (1, 1, 4), (4, 1, 1), (2, 3, 1), (4, 1, 6)]
+)
 @pytest.mark.parametrize("shape", [(13, 7, 11), (24, 48, 36)])
 def test_windows_are_consecutive_units_of_the_k_slice(fop, shape):
     """Core (a, c, b)'s windows: units h..h+W-1 (mod L) of K slice c, h = a W_B + b W_A, and
@@ -313,9 +341,9 @@ def test_windows_are_consecutive_units_of_the_k_slice(fop, shape):
     Mp, Kp = plan.A.padded_shape
     Np = plan.B.padded_shape[1]
     A = np.zeros((Mp, Kp))
-    A[:shape[0], :shape[1]] = global_matrix(shape[:2], SEED_A)
+    A[: shape[0], : shape[1]] = global_matrix(shape[:2], SEED_A)
     B = np.zeros((Kp, Np))
-    B[:shape[1], :shape[2]] = global_matrix(shape[1:], SEED_B)
+    B[: shape[1], : shape[2]] = global_matrix(shape[1:], SEED_B)
     m_, n_ = Mp // fop[0], Np // fop[2]
     cover_a, cover_b = {}, {}
     for rank in range(plan.P):
@@ -325,11 +353,11 @@ def test_windows_are_consecutive_units_of_the_k_slice(fop, shape):
         h = (wb * co["m"] + wa * co["n"]) % L
         for j, unit in enumerate(a):
             col = co["k"] * L * u + ((h + j) % L) * u
-            assert np.array_equal(unit, A[co["m"] * m_:(co["m"] + 1) * m_, col:col + u])
+            assert np.array_equal(unit, A[co["m"] * m_ : (co["m"] + 1) * m_, col : col + u])
             cover_a.setdefault((co["m"], co["k"]), []).append((h + j) % L)
         for j, unit in enumerate(b):
             row = co["k"] * L * u + ((h + j) % L) * u
-            assert np.array_equal(unit, B[row:row + u, co["n"] * n_:(co["n"] + 1) * n_])
+            assert np.array_equal(unit, B[row : row + u, co["n"] * n_ : (co["n"] + 1) * n_])
             cover_b.setdefault((co["n"], co["k"]), []).append((h + j) % L)
     assert all(sorted(v) == list(range(L)) for v in cover_a.values())
     assert all(sorted(v) == list(range(L)) for v in cover_b.values())

@@ -8,7 +8,6 @@ import json
 import time
 
 import pytest
-
 from launch import distmm, distmm_mpi
 
 BAD_LAYOUTS = [
@@ -81,14 +80,22 @@ def test_bad_predict_and_analyze(tmp_path):
     (tmp_path / "badrun").mkdir()
     (tmp_path / "badrun" / "run.json").write_text("[truncated")
     cases = [
-        (["predict", "summa", "--shape", "64,64,64", "--P", "4", "--profile", "none.json"],
-         "does not exist"),
-        (["predict", "summa", "--shape", "64,64,64", "--P", "4", "--profile", str(corrupt)],
-         "not readable JSON"),
-        (["predict", "summa", "--shape", "64,64,64", "--P", "4", "--profile", str(profile)],
-         "lacks"),
-        (["predict", "cannon", "--shape", "64,64,64", "--P", "5", "--profile", str(corrupt)],
-         "not readable JSON"),
+        (
+            ["predict", "summa", "--shape", "64,64,64", "--P", "4", "--profile", "none.json"],
+            "does not exist",
+        ),
+        (
+            ["predict", "summa", "--shape", "64,64,64", "--P", "4", "--profile", str(corrupt)],
+            "not readable JSON",
+        ),
+        (
+            ["predict", "summa", "--shape", "64,64,64", "--P", "4", "--profile", str(profile)],
+            "lacks",
+        ),
+        (
+            ["predict", "cannon", "--shape", "64,64,64", "--P", "5", "--profile", str(corrupt)],
+            "not readable JSON",
+        ),
         (["predict", "summa", "--shape", "64,64,64", "--profile", str(corrupt)], "not readable"),
         (["analyze", str(tmp_path / "missing")], "not a directory"),
         (["analyze", str(empty)], "run.json is missing"),

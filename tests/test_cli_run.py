@@ -5,11 +5,23 @@ import time
 
 import numpy as np
 import pytest
-
 from launch import distmm_mpi
 
-JSON_KEYS = {"algo", "P", "grid", "shape", "dtype", "seconds", "gflops", "verified",
-             "max_rel_error", "bytes_sent", "messages", "peak_memory_bytes", "layouts"}
+JSON_KEYS = {
+    "algo",
+    "P",
+    "grid",
+    "shape",
+    "dtype",
+    "seconds",
+    "gflops",
+    "verified",
+    "max_rel_error",
+    "bytes_sent",
+    "messages",
+    "peak_memory_bytes",
+    "layouts",
+}
 
 
 def test_json_record():
@@ -27,19 +39,42 @@ def test_json_record():
 
 # (algorithm, ranks, extra flags): every algorithm at rank counts up to 16, checked from --dump
 DUMP_CASES = [
-    ("cannon", 1, []), ("cannon", 9, []), ("cannon", 16, []),
-    ("summa", 5, []), ("summa", 12, ["--grid", "3x4"]), ("summa", 7, ["--no-overlap"]),
-    ("summa3d", 8, []), ("summa25d", 8, ["--grid", "2,2,2"]), ("summa25d", 4, ["--grid", "2,2,1"]),
-    ("cannon25d", 4, []), ("cannon25d", 8, ["--grid", "2,2,2"]),
-    ("tesseract", 8, []), ("tesseract", 16, []),
-    ("t10", 6, ["--fop", "2,1,3"]), ("t10", 12, ["--fop", "2,3,2"]), ("t10", 16, ["--fop", "4,1,4"]),
+    ("cannon", 1, []),
+    ("cannon", 9, []),
+    ("cannon", 16, []),
+    ("summa", 5, []),
+    ("summa", 12, ["--grid", "3x4"]),
+    ("summa", 7, ["--no-overlap"]),
+    ("summa3d", 8, []),
+    ("summa25d", 8, ["--grid", "2,2,2"]),
+    ("summa25d", 4, ["--grid", "2,2,1"]),
+    ("cannon25d", 4, []),
+    ("cannon25d", 8, ["--grid", "2,2,2"]),
+    ("tesseract", 8, []),
+    ("tesseract", 16, []),
+    ("t10", 6, ["--fop", "2,1,3"]),
+    ("t10", 12, ["--fop", "2,3,2"]),
+    ("t10", 16, ["--fop", "4,1,4"]),
 ]
 
 
 @pytest.mark.parametrize("algo,n,flags", DUMP_CASES)
 def test_dump_checked_independently(tmp_path, algo, n, flags):
-    r = distmm_mpi(n, "run", algo, "--shape", "23,17,19", "--dtype", "float64", "--repeat", "1",
-                   "--dump", str(tmp_path), *flags, timeout=180)
+    r = distmm_mpi(
+        n,
+        "run",
+        algo,
+        "--shape",
+        "23,17,19",
+        "--dtype",
+        "float64",
+        "--repeat",
+        "1",
+        "--dump",
+        str(tmp_path),
+        *flags,
+        timeout=180,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     a, b, c = (np.load(tmp_path / f"{m}.npy") for m in "ABC")
     assert a.shape == (23, 17) and b.shape == (17, 19) and c.shape == (23, 19)

@@ -8,14 +8,20 @@ import sys
 import time
 
 import pytest
-
-from bench.faults import Fault, fault_from_env
 from launch import distmm_mpi
 
+from bench.faults import Fault, fault_from_env
+
 # (algorithm, ranks, a communication phase it has)
-ALGOS = [("cannon", 4, "shift"), ("summa", 4, "bcast"), ("summa3d", 8, "allgather"),
-         ("summa25d", 8, "reduce_scatter"), ("cannon25d", 4, "shift"),
-         ("tesseract", 4, "bcast"), ("t10", 6, "shift")]
+ALGOS = [
+    ("cannon", 4, "shift"),
+    ("summa", 4, "bcast"),
+    ("summa3d", 8, "allgather"),
+    ("summa25d", 8, "reduce_scatter"),
+    ("cannon25d", 4, "shift"),
+    ("tesseract", 4, "bcast"),
+    ("t10", 6, "shift"),
+]
 
 
 @pytest.mark.parametrize("algo,n,phase", ALGOS)
@@ -26,8 +32,13 @@ def test_failing_rank_ends_the_job(algo, n, phase, where, mode):
     if where == "setup":
         env["DISTMM_FAULT"] = f"rank={n - 1},phase=setup,mode={mode}"
     start = time.monotonic()
-    r = subprocess.run([*distmm_cmd(n), "run", algo, "--shape", "96,80,72", "--repeat", "2"],
-                       capture_output=True, text=True, timeout=60, env=env)
+    r = subprocess.run(
+        [*distmm_cmd(n), "run", algo, "--shape", "96,80,72", "--repeat", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     elapsed = time.monotonic() - start
     assert r.returncode != 0, r.stdout
     assert elapsed < 30
@@ -43,10 +54,17 @@ def distmm_cmd(n):
 def test_fault_spec_parsing():
     assert fault_from_env({}) is None
     assert fault_from_env({"DISTMM_FAULT": "rank=1,phase=gemm"}) == Fault(1, "gemm")
-    assert fault_from_env({"DISTMM_FAULT": "rank=0,phase=shift,after=3,mode=exit"}) == \
-        Fault(0, "shift", 3, "exit")
-    for bad in ("rank=1", "phase=gemm", "rank=x,phase=gemm", "rank=1,phase=lunch",
-                "rank=1,phase=gemm,mode=explode", "oops"):
+    assert fault_from_env({"DISTMM_FAULT": "rank=0,phase=shift,after=3,mode=exit"}) == Fault(
+        0, "shift", 3, "exit"
+    )
+    for bad in (
+        "rank=1",
+        "phase=gemm",
+        "rank=x,phase=gemm",
+        "rank=1,phase=lunch",
+        "rank=1,phase=gemm,mode=explode",
+        "oops",
+    ):
         with pytest.raises(ValueError, match="DISTMM_FAULT"):
             fault_from_env({"DISTMM_FAULT": bad})
 
@@ -55,16 +73,40 @@ def test_malformed_fault_is_one_line(monkeypatch):
     monkeypatch.setenv("DISTMM_FAULT", "rank=1,phase=lunch")
     r = distmm_mpi(2, "run", "summa", "--shape", "8,8,8", timeout=30)
     assert r.returncode == 2
-    assert [line for line in r.stderr.splitlines() if line] == \
-        [line for line in r.stderr.splitlines() if "unknown phase 'lunch'" in line]
+    assert [line for line in r.stderr.splitlines() if line] == [
+        line for line in r.stderr.splitlines() if "unknown phase 'lunch'" in line
+    ]
 
 
 def test_sweep_records_a_crashed_run_and_goes_on(tmp_path):
     env = dict(os.environ, DISTMM_FAULT="rank=1,phase=gemm,mode=exit")
-    r = subprocess.run([sys.executable, "-m", "bench.cli", "sweep", "--algos", "summa",
-                        "--ranks", "2,1", "--shapes", "64,64,64", "--repeat", "1", "--warmup",
-                        "0", "--timeout", "60", "--results", str(tmp_path / "r.csv")],
-                       capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.cli",
+            "sweep",
+            "--algos",
+            "summa",
+            "--ranks",
+            "2,1",
+            "--shapes",
+            "64,64,64",
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+            "--timeout",
+            "60",
+            "--results",
+            str(tmp_path / "r.csv"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     with open(tmp_path / "r.csv", newline="") as fh:
         status = {row["P"]: row["status"] for row in csv.DictReader(fh)}

@@ -38,8 +38,12 @@ MODULES = _modules()
 
 def _is_main_block(node: ast.AST) -> bool:
     test = getattr(node, "test", None)
-    return (isinstance(node, ast.If) and isinstance(test, ast.Compare)
-            and isinstance(test.left, ast.Name) and test.left.id == "__name__")
+    return (
+        isinstance(node, ast.If)
+        and isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+    )
 
 
 def _imports(name: str, path: Path) -> set[str]:
@@ -100,7 +104,7 @@ def test_no_import_cycles():
         stack.append(name)
         for dep in sorted(GRAPH[name]):
             if state.get(dep) == 1:
-                cycle = stack[stack.index(dep):] + [dep]
+                cycle = stack[stack.index(dep) :] + [dep]
                 pytest.fail("import cycle: " + " -> ".join(cycle))
             if dep not in state:
                 visit(dep)
@@ -115,7 +119,9 @@ def test_no_import_cycles():
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_modules_stay_small(name):
     lines = len(MODULES[name].read_text().splitlines())
-    assert lines <= MAX_LINES, f"{MODULES[name].relative_to(ROOT)} has {lines} lines (> {MAX_LINES})"
+    assert lines <= MAX_LINES, (
+        f"{MODULES[name].relative_to(ROOT)} has {lines} lines (> {MAX_LINES})"
+    )
 
 
 def test_the_checker_sees_a_cycle(tmp_path):

@@ -29,8 +29,9 @@ def run_json(capsys, *argv: str) -> dict:
 
 def subprocess_run(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_text_report(capsys):
@@ -105,8 +106,9 @@ def test_json_time_axis(capsys):
 
 
 def test_sbp(capsys):
-    data = run_json(capsys, "[x=S(0), y=S(1), z=S(1)]", "--sbp", "10,7",
-                    "--levels", "x=2,y=2,z=2,w=3")
+    data = run_json(
+        capsys, "[x=S(0), y=S(1), z=S(1)]", "--sbp", "10,7", "--levels", "x=2,y=2,z=2,w=3"
+    )
     assert data["canonical"] == "(10,7)/((2_x, 5:2), (2_y, 2_z, 2:1))"
     assert data["padded_shape"] == [10, 8] and data["replicated"] == ["w"]
     assert data["device"]["y"][0] == [0, 0, 0, 0, 1, 1, 1]
@@ -114,9 +116,11 @@ def test_sbp(capsys):
 
 
 def test_plot_writes_png(capsys, tmp_path):
-    for name, notation in [("small.png", "(10,7)/((3:7, 4_PE), (7:1))"),
-                           ("row.png", "(10)/((3:1, 4_PE))"),
-                           ("big.png", "((16_L2B, 8_L1B, 8:8), (16_MAB, 8:1, 4_PE))")]:
+    for name, notation in [
+        ("small.png", "(10,7)/((3:7, 4_PE), (7:1))"),
+        ("row.png", "(10)/((3:1, 4_PE))"),
+        ("big.png", "((16_L2B, 8_L1B, 8:8), (16_MAB, 8:1, 4_PE))"),
+    ]:
         path = tmp_path / name
         status, out, err = run(capsys, notation, "--plot", str(path))
         assert status == 0 and err == ""
@@ -126,23 +130,29 @@ def test_plot_writes_png(capsys, tmp_path):
 LAYOUT = "((4_PE, 3), (8))"
 
 
-@pytest.mark.parametrize("argv, quoted, phrase", [
-    (["((4_PE, 3:8), (8:1)"], "((4_PE, 3:8), (8:1)", "expected ')'"),
-    (["((2_PE, 6), (2_PE, 4))"], "((2_PE, 6), (2_PE, 4))", "each needs a stride"),
-    ([""], "", "empty layout"),
-    ([LAYOUT, "--levels", "PE=x"], "PE=x", "size 'x' of level PE is not a positive integer"),
-    ([LAYOUT, "--levels", "PE=0"], "PE=0", "size '0' of level PE is not a positive integer"),
-    ([LAYOUT, "--levels", "PE"], "PE", "'PE' is not NAME=SIZE"),
-    ([LAYOUT, "--levels", "PE=4,PE=4"], "PE=4,PE=4", "given twice"),
-    ([LAYOUT, "--levels", "Time=2"], "Time=2", "not a device level"),
-    ([LAYOUT, "--levels", "PE=8"], LAYOUT, "splits level PE into 4 but --levels gives PE=8"),
-    (["[x=S(0)]", "--sbp", "10,y", "--levels", "x=2"], "10,y", "invalid --sbp shape"),
-    (["[x=S(0)]", "--sbp", "10,7"], "[x=S(0)]", "mesh has no axis 'x'"),
-    (["[x=S(0)", "--sbp", "10,7"], "[x=S(0)", "an SBP placement is written"),
-    (["((3:1), (2:3), (2:6))", "--plot", "never.png"], "((3:1), (2:3), (2:6))",
-     "draws 1-D and 2-D layouts"),
-    (["((4000:1), (1001:4000))", "--json"], "((4000:1), (1001:4000))", "at most 4000000"),
-])
+@pytest.mark.parametrize(
+    "argv, quoted, phrase",
+    [
+        (["((4_PE, 3:8), (8:1)"], "((4_PE, 3:8), (8:1)", "expected ')'"),
+        (["((2_PE, 6), (2_PE, 4))"], "((2_PE, 6), (2_PE, 4))", "each needs a stride"),
+        ([""], "", "empty layout"),
+        ([LAYOUT, "--levels", "PE=x"], "PE=x", "size 'x' of level PE is not a positive integer"),
+        ([LAYOUT, "--levels", "PE=0"], "PE=0", "size '0' of level PE is not a positive integer"),
+        ([LAYOUT, "--levels", "PE"], "PE", "'PE' is not NAME=SIZE"),
+        ([LAYOUT, "--levels", "PE=4,PE=4"], "PE=4,PE=4", "given twice"),
+        ([LAYOUT, "--levels", "Time=2"], "Time=2", "not a device level"),
+        ([LAYOUT, "--levels", "PE=8"], LAYOUT, "splits level PE into 4 but --levels gives PE=8"),
+        (["[x=S(0)]", "--sbp", "10,y", "--levels", "x=2"], "10,y", "invalid --sbp shape"),
+        (["[x=S(0)]", "--sbp", "10,7"], "[x=S(0)]", "mesh has no axis 'x'"),
+        (["[x=S(0)", "--sbp", "10,7"], "[x=S(0)", "an SBP placement is written"),
+        (
+            ["((3:1), (2:3), (2:6))", "--plot", "never.png"],
+            "((3:1), (2:3), (2:6))",
+            "draws 1-D and 2-D layouts",
+        ),
+        (["((4000:1), (1001:4000))", "--json"], "((4000:1), (1001:4000))", "at most 4000000"),
+    ],
+)
 def test_bad_input_exit_2_one_line(capsys, argv, quoted, phrase):
     status, out, err = run(capsys, *argv)
     assert status == 2 and out == ""
@@ -160,18 +170,22 @@ def test_subprocess_module_entry_point():
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.splitlines() == [
         "distmm layout: error: invalid layout '((4_PE, 3:8), (8:1)': expected ')' at position "
-        "19, found the end"]
+        "19, found the end"
+    ]
 
 
 def test_subprocess_usage_error_and_no_mpi():
-    code = ("import sys; from bench.cli import main; status = main(sys.argv[1:]); "
-            "assert 'mpi4py' not in sys.modules and 'matplotlib' not in sys.modules; "
-            "sys.exit(status)")
+    code = (
+        "import sys; from bench.cli import main; status = main(sys.argv[1:]); "
+        "assert 'mpi4py' not in sys.modules and 'matplotlib' not in sys.modules; "
+        "sys.exit(status)"
+    )
     proc = subprocess_run("-c", code, "layout", "((4_PE, 3), (8))", "--levels", "PE=x")
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.splitlines() == [
         "distmm layout: error: invalid --levels 'PE=x' (layout '((4_PE, 3), (8))'): size 'x' of "
-        "level PE is not a positive integer"]
+        "level PE is not a positive integer"
+    ]
     proc = subprocess_run("-c", code, "layout", "((4_PE, 3), (8))")
     assert proc.returncode == 0 and "((4_PE, 3:8), (8:1))" in proc.stdout
 

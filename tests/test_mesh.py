@@ -11,8 +11,16 @@ from topology import AbstractMesh, Mesh, MeshError
 
 
 # -- serial: AbstractMesh -------------------------------------------------------------------
-@pytest.mark.parametrize("axes", [(("x", 1),), (("x", 5),), (("row", 3), ("col", 4)),
-                                  (("a", 2), ("b", 1), ("c", 3)), (("p", 2), ("q", 2), ("r", 2))])
+@pytest.mark.parametrize(
+    "axes",
+    [
+        (("x", 1),),
+        (("x", 5),),
+        (("row", 3), ("col", 4)),
+        (("a", 2), ("b", 1), ("c", 3)),
+        (("p", 2), ("q", 2), ("r", 2)),
+    ],
+)
 def test_coords_rank_round_trip(axes):
     am = AbstractMesh(axes)
     seen = []
@@ -43,23 +51,29 @@ def test_group():
         assert am.group(r, []) == [r]
         assert am.group(r, am.names) == list(range(am.size))
         for names in [("x",), ("y",), ("z",), ("x", "z"), ("y", "z")]:
-            want = sorted(q for q in range(am.size)
-                          if all(am.coords(q)[n] == c[n] for n in am.names if n not in names))
+            want = sorted(
+                q
+                for q in range(am.size)
+                if all(am.coords(q)[n] == c[n] for n in am.names if n not in names)
+            )
             assert am.group(r, names) == want
     assert am.group(1, ["y"]) == [1, 3, 5]
     assert am.group(7, ["y"]) == [7, 9, 11]
     assert am.group(7, ["x", "z"]) == [0, 1, 6, 7]
 
 
-@pytest.mark.parametrize("axes", [
-    (),
-    (("Time", 2),),
-    (("1x", 2),),
-    (("x-y", 2),),
-    (("x", 0),),
-    (("x", -2),),
-    (("x", 2), ("x", 3)),
-])
+@pytest.mark.parametrize(
+    "axes",
+    [
+        (),
+        (("Time", 2),),
+        (("1x", 2),),
+        (("x-y", 2),),
+        (("x", 0),),
+        (("x", -2),),
+        (("x", 2), ("x", 3)),
+    ],
+)
 def test_bad_meshes(axes):
     with pytest.raises(MeshError):
         AbstractMesh(axes)
@@ -91,8 +105,8 @@ def _meshes():
 
     comm = MPI.COMM_WORLD
     for shape in _factorings(comm.Get_size()):
-        names = ("x", "y", "z")[:len(shape)]
-        yield Mesh(AbstractMesh(tuple(zip(names, shape))), comm)
+        names = ("x", "y", "z")[: len(shape)]
+        yield Mesh(AbstractMesh(tuple(zip(names, shape, strict=True))), comm)
 
 
 @pytest.mark.mpi

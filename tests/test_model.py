@@ -3,12 +3,12 @@
 import json
 import time
 
-import numpy as np
 import pytest
+from launch import distmm, distmm_mpi
 
 from algorithms import ALGORITHMS, get
 from bench.model import Profile, ProfileError, bytes_per_rank, predict, schedule, stated_cost
-from launch import distmm, distmm_mpi
+
 
 def test_profile_errors(tmp_path):
     with pytest.raises(ProfileError, match="does not exist"):
@@ -39,15 +39,21 @@ def test_overlap_hides_communication_only_with_spare_cores(profile_file):
     gemm = alone.phases["gemm"]
     assert alone.seconds == pytest.approx(gemm, rel=0.05)  # shifts hidden behind GEMMs
     assert crowded.seconds > 2 * alone.seconds  # 4 ranks on 2 cores: half a core each, no hiding
-    blocking = predict(schedule(module, module.plan((2048,) * 3, 4, overlap=False)), prof,
-                       "float32", 1)
+    blocking = predict(
+        schedule(module, module.plan((2048,) * 3, 4, overlap=False)), prof, "float32", 1
+    )
     assert blocking.seconds > alone.seconds
 
 
 @pytest.mark.parametrize("name", list(ALGORITHMS))
 def test_predict_thousands_of_ranks_fast(name, profile_file):
-    P = {"summa3d": 4096, "cannon": 4096, "tesseract": 4096, "summa25d": 4096,
-         "cannon25d": 4096}.get(name, 4096)
+    P = {
+        "summa3d": 4096,
+        "cannon": 4096,
+        "tesseract": 4096,
+        "summa25d": 4096,
+        "cannon25d": 4096,
+    }.get(name, 4096)
     module = get(name)
     start = time.perf_counter()
     plan = module.plan((32768, 32768, 32768), P)
@@ -62,8 +68,17 @@ def test_stated_2p5d_formula_is_flagged(profile_file):
 
 
 def test_predict_command(profile_file):
-    r = distmm("predict", "summa", "--shape", "4096,4096,4096", "--P", "1024", "--profile",
-               str(profile_file), "--json")
+    r = distmm(
+        "predict",
+        "summa",
+        "--shape",
+        "4096,4096,4096",
+        "--P",
+        "1024",
+        "--profile",
+        str(profile_file),
+        "--json",
+    )
     assert r.returncode == 0, r.stderr
     rec = json.loads(r.stdout)
     assert rec["P"] == 1024 and rec["grid"] == [32, 32] and rec["predicted_seconds"] > 0
@@ -79,8 +94,20 @@ def test_calibrate_trace_analyze(tmp_path):
     data = json.loads(prof.read_text())
     assert data["machine"]["ranks"] == 2 and data["p2p"]["large"]["beta"] > 0
     traces = tmp_path / "trace"
-    r = distmm_mpi(4, "run", "cannon", "--shape", "256,256,256", "--trace", str(traces),
-                   "--profile", str(prof), "--repeat", "2", "--json")
+    r = distmm_mpi(
+        4,
+        "run",
+        "cannon",
+        "--shape",
+        "256,256,256",
+        "--trace",
+        str(traces),
+        "--profile",
+        str(prof),
+        "--repeat",
+        "2",
+        "--json",
+    )
     assert r.returncode == 0, r.stderr
     rec = json.loads(r.stdout)
     assert rec["predicted_seconds"] > 0 and "gemm" in rec["predicted_phases"]

@@ -3,19 +3,21 @@
 import json
 import time
 
-import pytest
+from launch import distmm
 
 from algorithms import ALGORITHMS, get
 from bench.model import Profile
-from bench.plan_cmd import candidates, parse_bytes, plan_chain
-from launch import distmm
+from bench.planner import candidates, plan_chain
+from bench.units import parse_bytes
+
 
 def test_candidates_cover_every_algorithm_and_grid(profile_file):
     cands = candidates((256, 256, 256), 4, Profile.load(profile_file))
     for name in ALGORITHMS:
         grids = {tuple(g) for g in get(name).grids(4)}
-        seen = {tuple(c.options.get("fop") or c.options.get("grid")) for c in cands
-                if c.algo == name}
+        seen = {
+            tuple(c.options.get("fop") or c.options.get("grid")) for c in cands if c.algo == name
+        }
         assert seen == grids, name
     assert {c.overlap for c in cands} == {True, False}
     assert any("panel" in c.options for c in cands)  # panel widths below the default
@@ -28,22 +30,43 @@ def test_pareto_front_is_non_dominated(profile_file):
     front = [c for c in cands if c.pareto]
     assert front and front[0] is cands[0]
     for f in front:
-        assert not any(o.seconds <= f.seconds and o.memory <= f.memory
-                       and (o.seconds < f.seconds or o.memory < f.memory) for o in cands)
+        assert not any(
+            o.seconds <= f.seconds
+            and o.memory <= f.memory
+            and (o.seconds < f.seconds or o.memory < f.memory)
+            for o in cands
+        )
     for c in cands:  # everything off the front is dominated (or ties) by something on it
         if not c.pareto:
             assert any(f.seconds <= c.seconds and f.memory <= c.memory for f in front)
 
 
 def test_memory_budget(profile_file):
-    base = ["plan", "--shape", "1024,1024,1024", "--P", "4", "--profile", str(profile_file),
-            "--json"]
+    base = [
+        "plan",
+        "--shape",
+        "1024,1024,1024",
+        "--P",
+        "4",
+        "--profile",
+        str(profile_file),
+        "--json",
+    ]
     r = distmm(*base)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert {"candidates", "pareto", "recommended", "planning_seconds"} <= out.keys()
-    assert {"algo", "grid", "options", "overlap", "predicted_seconds", "memory_per_rank",
-            "bytes_per_rank", "pareto", "command"} <= out["recommended"].keys()
+    assert {
+        "algo",
+        "grid",
+        "options",
+        "overlap",
+        "predicted_seconds",
+        "memory_per_rank",
+        "bytes_per_rank",
+        "pareto",
+        "command",
+    } <= out["recommended"].keys()
     mems = sorted(c["memory_per_rank"] for c in out["candidates"])
     fastest = out["candidates"][0]
     budget = mems[0] + 1
@@ -82,15 +105,27 @@ def test_chain_beats_or_ties_greedy(profile_file):
     res = plan_chain((256, 512, 128, 512, 256), 4, Profile.load(profile_file))
     assert len(res["chosen"]) == 3 and len(res["redistribution"]) == 2
     assert res["total"] <= res["greedy_total"] + 1e-12
-    r = distmm("plan", "--chain", "256,512,128,512,256", "--P", "4", "--profile",
-               str(profile_file))
+    r = distmm("plan", "--chain", "256,512,128,512,256", "--P", "4", "--profile", str(profile_file))
     assert r.returncode == 0, r.stderr
     assert "shortest path" in r.stdout and "greedy" in r.stdout
 
 
 def test_printed_command_runs(profile_file):
-    r = distmm("plan", "--shape", "64,48,40", "--P", "4", "--profile", str(profile_file),
-               "--run", "--top", "1", "--repeat", "1", timeout=120)
+    r = distmm(
+        "plan",
+        "--shape",
+        "64,48,40",
+        "--P",
+        "4",
+        "--profile",
+        str(profile_file),
+        "--run",
+        "--top",
+        "1",
+        "--repeat",
+        "1",
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert "run it:  mpiexec -n 4 distmm run " in r.stdout
     assert "predicted vs measured" in r.stdout

@@ -214,16 +214,24 @@ def test_bad_input_raises_everywhere(mesh):
 # -- serial: check_on_mesh ------------------------------------------------------------------
 def test_check_on_mesh_accepts_matching_levels():
     am = AbstractMesh((("x", 3), ("y", 2)))
-    for text in ["((3_x, 4), (2_y, 5))", "((12), (10))", "((12), (10); B@[x])",
-                 "((3_x, 4), (10); P@[y])", "((3_x, 4), (2_Time, 5); R@[x + y])",
-                 "((2_Time, 6), (2_y, 5); R@[x + y])"]:
+    for text in [
+        "((3_x, 4), (2_y, 5))",
+        "((12), (10))",
+        "((12), (10); B@[x])",
+        "((3_x, 4), (10); P@[y])",
+        "((3_x, 4), (2_Time, 5); R@[x + y])",
+        "((2_Time, 6), (2_y, 5); R@[x + y])",
+    ]:
         check_on_mesh(parse_layout(text), am)
 
 
-@pytest.mark.parametrize("text, level", [
-    ("((4_x, 3), (2_y, 5))", "x"),
-    ("((3_x, 4), (5_y, 2))", "y"),
-])
+@pytest.mark.parametrize(
+    "text, level",
+    [
+        ("((4_x, 3), (2_y, 5))", "x"),
+        ("((3_x, 4), (5_y, 2))", "y"),
+    ],
+)
 def test_check_on_mesh_size_mismatch(text, level):
     am = AbstractMesh((("x", 3), ("y", 2)))
     with pytest.raises(LayoutError) as err:
@@ -234,12 +242,15 @@ def test_check_on_mesh_size_mismatch(text, level):
     assert f"level {level} has size {size}" in msg and f"but {am.sizes[level]}" in msg
 
 
-@pytest.mark.parametrize("text, level", [
-    ("((3_z, 4), (10))", "z"),
-    ("((12), (10); B@[w])", "w"),
-    ("((12), (10); P@[w])", "w"),
-    ("((3_x, 4), (2_Time, 5); R@[x + w])", "w"),
-])
+@pytest.mark.parametrize(
+    "text, level",
+    [
+        ("((3_z, 4), (10))", "z"),
+        ("((12), (10); B@[w])", "w"),
+        ("((12), (10); P@[w])", "w"),
+        ("((3_x, 4), (2_Time, 5); R@[x + w])", "w"),
+    ],
+)
 def test_check_on_mesh_unknown_level(text, level):
     am = AbstractMesh((("x", 3), ("y", 2)))
     with pytest.raises(LayoutError, match=rf"level {level} is not an axis of mesh x=3,y=2"):

@@ -5,38 +5,78 @@ import json
 import subprocess
 import sys
 
-from bench.sweep_cmd import COLUMNS
+from bench.record import COLUMNS
 
 
 def test_report_from_small_table(tmp_path):
     rows = []
     for algo, speed in (("cannon", 1.0), ("summa", 1.3)):
         for P in (1, 4, 16):
-            t = 0.08 * speed / P ** 0.8
-            rows.append({"key": f"{algo}{P}", "status": "ok", "sweep": "mini", "scaling": "strong",
-                         "algo": algo, "P": P, "M": 512, "K": 512, "N": 512, "dtype": "float32",
-                         "seconds": t, "seconds_min": t * 0.9, "seconds_max": t * 1.1,
-                         "gflops": 2 * 512**3 / t / 1e9, "bytes_sent": 0 if P == 1 else 2**20 * P,
-                         "bytes_sent_per_rank_max": 0 if P == 1 else 2**20 / P ** 0.5,
-                         "predicted_seconds": t * 0.8,
-                         "predicted_phases": json.dumps({"gemm": t * 0.5, "shift": t * 0.3}),
-                         "layouts": json.dumps({"A": "((1:512), (512:1))"}),
-                         "host": "h", "cores": 2, "mpi_library": "MPICH", "git_commit": "abc"})
-    rows.append({"key": "bad", "status": "failed", "sweep": "mini", "scaling": "strong",
-                 "algo": "summa", "P": 3, "M": 512, "K": 512, "N": 512, "dtype": "float32",
-                 "error": "distmm run: error: boom"})
+            t = 0.08 * speed / P**0.8
+            rows.append(
+                {
+                    "key": f"{algo}{P}",
+                    "status": "ok",
+                    "sweep": "mini",
+                    "scaling": "strong",
+                    "algo": algo,
+                    "P": P,
+                    "M": 512,
+                    "K": 512,
+                    "N": 512,
+                    "dtype": "float32",
+                    "seconds": t,
+                    "seconds_min": t * 0.9,
+                    "seconds_max": t * 1.1,
+                    "gflops": 2 * 512**3 / t / 1e9,
+                    "bytes_sent": 0 if P == 1 else 2**20 * P,
+                    "bytes_sent_per_rank_max": 0 if P == 1 else 2**20 / P**0.5,
+                    "predicted_seconds": t * 0.8,
+                    "predicted_phases": json.dumps({"gemm": t * 0.5, "shift": t * 0.3}),
+                    "layouts": json.dumps({"A": "((1:512), (512:1))"}),
+                    "host": "h",
+                    "cores": 2,
+                    "mpi_library": "MPICH",
+                    "git_commit": "abc",
+                }
+            )
+    rows.append(
+        {
+            "key": "bad",
+            "status": "failed",
+            "sweep": "mini",
+            "scaling": "strong",
+            "algo": "summa",
+            "P": 3,
+            "M": 512,
+            "K": 512,
+            "N": 512,
+            "dtype": "float32",
+            "error": "distmm run: error: boom",
+        }
+    )
     table = tmp_path / "mini.csv"
     with open(table, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=COLUMNS)
         w.writeheader()
         w.writerows(rows)
     out = tmp_path / "report"
-    res = subprocess.run([sys.executable, "-m", "bench.cli", "report", str(table), "-o", str(out)],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-m", "bench.cli", "report", str(table), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
-    for name in ("report.md", "report.html", "strong_512x512x512_float32.png",
-                 "predicted_vs_measured.png", "comm_512x512x512_float32.png",
-                 "layout_cannon.png", "layout_summa.png"):
+    for name in (
+        "report.md",
+        "report.html",
+        "strong_512x512x512_float32.png",
+        "predicted_vs_measured.png",
+        "comm_512x512x512_float32.png",
+        "layout_cannon.png",
+        "layout_summa.png",
+    ):
         assert (out / name).stat().st_size > 1000, name
     md = (out / "report.md").read_text()
     assert "cannon" in md and "summa" in md and "Fastest" in md and "boom" in md
@@ -46,6 +86,18 @@ def test_report_from_small_table(tmp_path):
 
 
 def test_report_refuses_a_missing_table(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "bench.cli", "report", str(tmp_path / "no.csv"),
-                          "-o", str(tmp_path / "r")], capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.cli",
+            "report",
+            str(tmp_path / "no.csv"),
+            "-o",
+            str(tmp_path / "r"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 from mpi4py import MPI
+from mpi_helpers import run_and_verify
 
 from algorithms.cannon import ALGORITHM as cannon
 from algorithms.summa import ALGORITHM as summa
-from mpi_helpers import run_and_verify
 
 P = MPI.COMM_WORLD.Get_size()
 SHAPES = [(12, 18, 24), (13, 7, 11), (5, 17, 3), (1, 1, 1)]

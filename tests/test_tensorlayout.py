@@ -54,8 +54,9 @@ def check_placement(text, shape, expect_owner, expect_addr):
 
 # -- notes section 2: worked examples ----------------------------------------------------------
 def test_rows_split_outer():
-    layout = check_placement("((4_PE, 3:8), (8:1))", (12, 8),
-                             lambda i, j: {"PE": i // 3}, lambda i, j: (i % 3) * 8 + j)
+    layout = check_placement(
+        "((4_PE, 3:8), (8:1))", (12, 8), lambda i, j: {"PE": i // 3}, lambda i, j: (i % 3) * 8 + j
+    )
     for p in range(4):
         rows, cols = held_indices(layout, {"PE": p})
         assert rows.tolist() == [3 * p, 3 * p + 1, 3 * p + 2]
@@ -64,27 +65,35 @@ def test_rows_split_outer():
 
 
 def test_columns_split():
-    layout = check_placement("((12:2), (4_PE, 2:1))", (12, 8),
-                             lambda i, j: {"PE": j // 2}, lambda i, j: i * 2 + j % 2)
+    layout = check_placement(
+        "((12:2), (4_PE, 2:1))", (12, 8), lambda i, j: {"PE": j // 2}, lambda i, j: i * 2 + j % 2
+    )
     assert held_indices(layout, {"PE": 1})[1].tolist() == [2, 3]
 
 
 def test_rows_split_inner():
-    layout = check_placement("((3:8, 4_PE), (8:1))", (12, 8),
-                             lambda i, j: {"PE": i % 4}, lambda i, j: (i // 4) * 8 + j)
+    layout = check_placement(
+        "((3:8, 4_PE), (8:1))", (12, 8), lambda i, j: {"PE": i % 4}, lambda i, j: (i // 4) * 8 + j
+    )
     assert held_indices(layout, {"PE": 1})[0].tolist() == [1, 5, 9]
 
 
 def test_blocks_pe_row_major():
-    check_placement("((2_PE:2, 6:4), (2_PE:1, 4:1))", (12, 8),
-                    lambda i, j: {"PE": 2 * (i // 6) + j // 4},
-                    lambda i, j: (i % 6) * 4 + j % 4)
+    check_placement(
+        "((2_PE:2, 6:4), (2_PE:1, 4:1))",
+        (12, 8),
+        lambda i, j: {"PE": 2 * (i // 6) + j // 4},
+        lambda i, j: (i % 6) * 4 + j % 4,
+    )
 
 
 def test_blocks_pe_column_major():
-    check_placement("((2_PE:1, 6:4), (2_PE:2, 4:1))", (12, 8),
-                    lambda i, j: {"PE": (i // 6) + 2 * (j // 4)},
-                    lambda i, j: (i % 6) * 4 + j % 4)
+    check_placement(
+        "((2_PE:1, 6:4), (2_PE:2, 4:1))",
+        (12, 8),
+        lambda i, j: {"PE": (i // 6) + 2 * (j // 4)},
+        lambda i, j: (i % 6) * 4 + j % 4,
+    )
 
 
 def test_whole_board_1024x512():
@@ -94,8 +103,12 @@ def test_whole_board_1024x512():
     assert layout.block_shape == (8, 8) and layout.local_size == 64
     samples = [(0, 0), (7, 3), (8, 4), (63, 31), (64, 32), (100, 200), (1023, 511), (517, 130)]
     for i, j in samples:
-        assert owner(layout, (i, j)) == {"L2B": i // 64, "L1B": (i // 8) % 8,
-                                         "MAB": j // 32, "PE": j % 4}
+        assert owner(layout, (i, j)) == {
+            "L2B": i // 64,
+            "L1B": (i // 8) % 8,
+            "MAB": j // 32,
+            "PE": j % 4,
+        }
         assert local_address(layout, (i, j)) == (i % 8) * 8 + (j // 4) % 8
     # Every element, vectorised: rows in groups of 8 to the L1Bs, 64 to the L2Bs; 4 consecutive
     # columns to the 4 PEs, groups of 32 columns to the MABs.
@@ -112,8 +125,9 @@ def test_whole_board_1024x512():
 # -- notes section 3: PadLayout ----------------------------------------------------------------
 def test_pad_rows():
     text = "(10,7)/((3:7, 4_PE), (7:1))"
-    layout = check_placement(text, (12, 7), lambda i, j: {"PE": i % 4},
-                             lambda i, j: (i // 4) * 7 + j)
+    layout = check_placement(
+        text, (12, 7), lambda i, j: {"PE": i % 4}, lambda i, j: (i // 4) * 7 + j
+    )
     assert layout.logical_shape == (10, 7) and layout.is_padded
     assert format_layout(layout) == text
     assert held_indices(layout, {"PE": 2})[0].tolist() == [2, 6, 10]  # row 10 is padding
@@ -123,8 +137,12 @@ def test_pad_rows():
 
 
 def test_pad_columns():
-    layout = check_placement("(10,7)/((10:2), (2:1, 4_PE))", (10, 8),
-                             lambda i, j: {"PE": j % 4}, lambda i, j: i * 2 + j // 4)
+    layout = check_placement(
+        "(10,7)/((10:2), (2:1, 4_PE))",
+        (10, 8),
+        lambda i, j: {"PE": j % 4},
+        lambda i, j: i * 2 + j // 4,
+    )
     assert held_indices(layout, {"PE": 3})[1].tolist() == [3, 7]  # column 7 is padding
     block = generate_block(layout, {"PE": 3}, seed=1)
     assert (block[:, 1] == 0).all() and (block[:, 0] != 0).all()
@@ -195,10 +213,14 @@ CANONICAL = [
     ("((12:8), (8:1); P@[z])", "((12:8), (8:1); P@[z])"),
     ("((12:8), (8:1); P@[z]; B@[PE])", "((12:8), (8:1); B@[PE]; P@[z])"),
     ("((2_r, 3_Time, 2), (3_c, 2); R@[r+c])", "((2_r, 3_Time, 2:2), (3_c, 2:1); R@[r + c])"),
-    ("((3_Time, 4), (3_c, 2); R@[-r + 2*c, pace=2])",
-     "((3_Time, 4:2), (3_c, 2:1); R@[-r + 2*c, pace=2])"),
-    ("((2_m, 3), (6_Time, 2); R@[3*m + 2*n, window=3, pace=2])",
-     "((2_m, 3:2), (6_Time, 2:1); R@[3*m + 2*n, pace=2, window=3])"),
+    (
+        "((3_Time, 4), (3_c, 2); R@[-r + 2*c, pace=2])",
+        "((3_Time, 4:2), (3_c, 2:1); R@[-r + 2*c, pace=2])",
+    ),
+    (
+        "((2_m, 3), (6_Time, 2); R@[3*m + 2*n, window=3, pace=2])",
+        "((2_m, 3:2), (6_Time, 2:1); R@[3*m + 2*n, pace=2, window=3])",
+    ),
     ("((3_Time, 4), (2); R@[r - 1*c, pace=1])", "((3_Time, 4:2), (2:1); R@[r - c])"),
     ("((2_Time:1, 2, 2_Time:2), (2))", "((2_Time:1, 2:2, 2_Time:2), (2:1))"),
 ]
@@ -290,8 +312,13 @@ def layouts(draw, time: bool = False):
     """A random valid layout as notation text (exercising the parser) with sensible limits;
     with ``time`` one factor somewhere is a Time axis (no rotation)."""
     ndim = draw(st.integers(1, 3))
-    dims = [[(draw(st.integers(1, 4)), draw(st.sampled_from([None, None, *LEVELS])))
-             for _ in range(draw(st.integers(1, 3)))] for _ in range(ndim)]
+    dims = [
+        [
+            (draw(st.integers(1, 4)), draw(st.sampled_from([None, None, *LEVELS])))
+            for _ in range(draw(st.integers(1, 3)))
+        ]
+        for _ in range(ndim)
+    ]
     if time:
         d = draw(st.integers(0, ndim - 1))
         dims[d].insert(draw(st.integers(0, len(dims[d]))), (draw(st.integers(2, 3)), "Time"))
@@ -338,8 +365,11 @@ def layouts(draw, time: bool = False):
     return text
 
 
-SETTINGS = settings(max_examples=150, deadline=None,
-                    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
+)
 
 
 @SETTINGS
@@ -407,21 +437,22 @@ def test_generate_block_matches_global_matrix(text, seed):
     layout = parse_layout(text)
     padded = np.zeros(layout.padded_shape)
     padded[tuple(slice(0, n) for n in layout.logical_shape)] = global_matrix(
-        layout.logical_shape, seed)
+        layout.logical_shape, seed
+    )
     for coords in devices(layout):
         block = generate_block(layout, coords, seed)
         np.testing.assert_array_equal(block, padded[np.ix_(*held_indices(layout, coords))])
         np.testing.assert_array_equal(from_memory(layout, to_memory(layout, block)), block)
 
 
-LAYOUT_CHARS = st.sampled_from(list("()[],:_;@/+-*= 0123456789") + ["PE", "Time", "B@[", "R@[",
-                                                                    "P@[", "pace=", "window=",
-                                                                    "x", "\t"])
+LAYOUT_CHARS = st.sampled_from(
+    list("()[],:_;@/+-*= 0123456789")
+    + ["PE", "Time", "B@[", "R@[", "P@[", "pace=", "window=", "x", "\t"]
+)
 
 
 @settings(max_examples=3000, deadline=None)
-@given(st.one_of(st.text(max_size=40),
-                 st.lists(LAYOUT_CHARS, max_size=30).map("".join)))
+@given(st.one_of(st.text(max_size=40), st.lists(LAYOUT_CHARS, max_size=30).map("".join)))
 def test_garbage_gives_layout_or_layout_error(text):
     try:
         layout = parse_layout(text)
@@ -432,16 +463,22 @@ def test_garbage_gives_layout_or_layout_error(text):
     assert parse_layout(format_layout(layout)) == layout
 
 
-@settings(max_examples=1000, deadline=None,
-          suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(
+    max_examples=1000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
+)
 @given(layouts(), st.data())
 def test_mutated_layouts_never_crash(text, data):
     """Damage a valid layout (delete, insert or replace one character)."""
     pos = data.draw(st.integers(0, len(text)))
     char = data.draw(st.sampled_from(list("()[],:_;@/+-*=0123456789 PExT")))
     how = data.draw(st.sampled_from(["delete", "insert", "replace"]))
-    mutated = {"delete": text[:pos] + text[pos + 1:], "insert": text[:pos] + char + text[pos:],
-               "replace": text[:pos] + char + text[pos + 1:]}[how]
+    mutated = {
+        "delete": text[:pos] + text[pos + 1 :],
+        "insert": text[:pos] + char + text[pos:],
+        "replace": text[:pos] + char + text[pos + 1 :],
+    }[how]
     try:
         layout = parse_layout(mutated)
     except LayoutError:
@@ -458,15 +495,18 @@ def test_parse_sbp_valid():
     assert parse_sbp("[]") == SBP(())
 
 
-@pytest.mark.parametrize("text, phrase", [
-    ("x=S(0)", "is written"),
-    ("[x=S(0)", "is written"),
-    ("[x=S]", "cannot read placement 'x=S'"),
-    ("[x=Q]", "cannot read placement"),
-    ("[x=S(a)]", "cannot read placement"),
-    ("[=S(0)]", "cannot read placement"),
-    ("[x=S(0),]", "cannot read placement ''"),
-])
+@pytest.mark.parametrize(
+    "text, phrase",
+    [
+        ("x=S(0)", "is written"),
+        ("[x=S(0)", "is written"),
+        ("[x=S]", "cannot read placement 'x=S'"),
+        ("[x=Q]", "cannot read placement"),
+        ("[x=S(a)]", "cannot read placement"),
+        ("[=S(0)]", "cannot read placement"),
+        ("[x=S(0),]", "cannot read placement ''"),
+    ],
+)
 def test_parse_sbp_invalid(text, phrase):
     with pytest.raises(LayoutError) as info:
         parse_sbp(text)
@@ -492,11 +532,14 @@ def test_sbp_broadcast_and_partial():
     assert layout.replicated_levels(["x", "y", "z"]) == ("y",)
 
 
-@pytest.mark.parametrize("text, mesh, phrase", [
-    ("[w=S(0)]", {"x": 2}, "mesh has no axis 'w'"),
-    ("[x=S(0), x=S(1)]", {"x": 2}, "two placements"),
-    ("[x=S(2)]", {"x": 2}, "S(2) splits a dimension"),
-])
+@pytest.mark.parametrize(
+    "text, mesh, phrase",
+    [
+        ("[w=S(0)]", {"x": 2}, "mesh has no axis 'w'"),
+        ("[x=S(0), x=S(1)]", {"x": 2}, "two placements"),
+        ("[x=S(2)]", {"x": 2}, "S(2) splits a dimension"),
+    ],
+)
 def test_sbp_to_layout_errors(text, mesh, phrase):
     with pytest.raises(LayoutError) as info:
         parse_sbp(text).to_layout((4, 4), mesh)

@@ -11,8 +11,7 @@ from algorithms import ALGORITHMS, get
 from algorithms.plan import PlanError
 from layouts import bind_layout, generate_block, global_matrix, held_indices, owner, parse_layout
 from topology import MeshError
-from topology.tree import (BOARD, LEVELS, bindings, default_binding, parse_binding,
-                           parse_topology)
+from topology.tree import BOARD, LEVELS, bindings, default_binding, parse_binding, parse_topology
 
 SMALL = ("mncore:2,2,2,2", "mncore:2,2,2,1")
 
@@ -69,8 +68,14 @@ def test_bound_layouts_hold_the_same(topo):
                     for step in range(max(1, lay.time_size)):
                         got = held_indices(bound, tc, step)
                         want = held_indices(lay, ac, step)
-                        assert all(np.array_equal(g, w) for g, w in zip(got, want)), \
-                            (name, str(b), str(lay), str(bound), r, step)
+                        assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True)), (
+                            name,
+                            str(b),
+                            str(lay),
+                            str(bound),
+                            r,
+                            step,
+                        )
             seen += 1
     assert seen > 5
 
@@ -136,8 +141,9 @@ def test_schedule_levels_on_the_tree():
     for rank in range(16):
         events = schedule(module, plan, rank, np.float32, b, tree)
         shifts = [e for e in events if e.kind == "shift"]
-        assert shifts and all(e.phase_level == ("MAB" if e.axes == ("y",) else "L2B")
-                              for e in shifts)
+        assert shifts and all(
+            e.phase_level == ("MAB" if e.axes == ("y",) else "L2B") for e in shifts
+        )
         assert sum(level_bytes(events).values()) == sum(e.sent for e in events)
     # rank 0 shifts back by one: to coordinate 3 of each ring, across the ring's top level
     events = schedule(module, plan, 0, np.float32, b, tree)
@@ -147,10 +153,14 @@ def test_schedule_levels_on_the_tree():
     plan = summa.plan((64, 64, 64), 16)
     events = schedule(summa, plan, 0, np.float32, default_binding(plan.mesh, tree), tree)
     roots = [e for e in events if e.kind == "bcast" and e.sent]
-    assert roots and all(dict(e.level_bytes) == {lv: e.nbytes * n for lv, n in
-                                                 ({"L2B": 2, "L1B": 1} if e.axes == ("x",)
-                                                  else {"MAB": 2, "PE": 1}).items()}
-                         for e in roots)
+    assert roots and all(
+        dict(e.level_bytes)
+        == {
+            lv: e.nbytes * n
+            for lv, n in ({"L2B": 2, "L1B": 1} if e.axes == ("x",) else {"MAB": 2, "PE": 1}).items()
+        }
+        for e in roots
+    )
 
 
 def test_predict_prefers_cheaper_levels(profile_file):
@@ -162,8 +172,12 @@ def test_predict_prefers_cheaper_levels(profile_file):
     links = LinkModel.load("mncore-emu", tree)
     module = get("tesseract")
     plan = module.plan((256, 256, 256), 16)
-    secs = {str(b): predict(schedule(module, plan, 0, "float32", b, tree), prof, "float32", 16,
-                            links=links).seconds for b in bindings(plan.mesh, tree)}
+    secs = {
+        str(b): predict(
+            schedule(module, plan, 0, "float32", b, tree), prof, "float32", 16, links=links
+        ).seconds
+        for b in bindings(plan.mesh, tree)
+    }
     assert min(secs, key=secs.get) == "x=PE,y=MAB,z=L2B+L1B"
     assert max(secs.values()) > 2 * min(secs.values())
 
@@ -174,9 +188,21 @@ def test_predict_cli_on_the_board(profile_file):
     from launch import distmm
 
     t0 = time.perf_counter()
-    r = distmm("predict", "tesseract", "--shape", "8192,8192,8192", "--topology", "mncore",
-               "--bind", "all", "--links", "mncore", "--profile", str(profile_file),
-               "--json")
+    r = distmm(
+        "predict",
+        "tesseract",
+        "--shape",
+        "8192,8192,8192",
+        "--topology",
+        "mncore",
+        "--bind",
+        "all",
+        "--links",
+        "mncore",
+        "--profile",
+        str(profile_file),
+        "--json",
+    )
     assert r.returncode == 0, r.stderr
     rec = json.loads(r.stdout)
     assert rec["P"] == 8192 and len(rec["bindings"]) >= 2
@@ -184,6 +210,16 @@ def test_predict_cli_on_the_board(profile_file):
     assert rec["bindings"][0]["predicted_seconds"] <= rec["bindings"][-1]["predicted_seconds"]
     assert "_L2B" in rec["bindings"][0]["layouts"]["B"]
     assert time.perf_counter() - t0 < 30
-    r = distmm("predict", "summa25d", "--shape", "64,64,64", "--topology", "mncore",
-               "--links", "mncore", "--profile", str(profile_file))
+    r = distmm(
+        "predict",
+        "summa25d",
+        "--shape",
+        "64,64,64",
+        "--topology",
+        "mncore",
+        "--links",
+        "mncore",
+        "--profile",
+        str(profile_file),
+    )
     assert r.returncode == 2 and "cannot be bound" in r.stderr

@@ -7,7 +7,7 @@ import pytest
 from mpi4py import MPI
 
 from algorithms import get
-from bench.run_cmd import run_plan
+from bench.runner import run_plan
 from layouts import bind_layout, generate_block, global_matrix
 from layouts.redistribute import gather
 from topology import Mesh
@@ -51,15 +51,18 @@ def test_algorithms_on_every_binding(algo):
     for b in bindings(plan.mesh, TREE):
         mesh = Mesh(plan.mesh, MPI.COMM_WORLD, binding=b, tree=TREE)
         try:
-            r, blocks = run_plan(module, plan, mesh, np.dtype(np.float64), 1, 0, "exact",
-                                 links=links)
+            r, blocks = run_plan(
+                module, plan, mesh, np.dtype(np.float64), 1, 0, "exact", links=links
+            )
             assert r["verified"], (str(b), r)
             assert sum(r["level_bytes"].values()) == r["bytes_sent"]
             bound = bind_layout(plan.A, b, TREE)
             a = gather(blocks["A"], bound, mesh.physical)
             if mesh.rank == 0:
                 assert np.array_equal(a, global_matrix((24, 20), 1))
-            assert np.array_equal(generate_block(bound, mesh.physical.coords, 1),
-                                  generate_block(plan.A, mesh.coords, 1))
+            assert np.array_equal(
+                generate_block(bound, mesh.physical.coords, 1),
+                generate_block(plan.A, mesh.coords, 1),
+            )
         finally:
             mesh.free()

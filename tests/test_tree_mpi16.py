@@ -5,7 +5,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
 from launch import distmm_mpi, mpiexec
 
 TREE = ("--topology", "mncore:2,2,2,2")
@@ -17,9 +16,25 @@ def _record(r):
 
 
 def test_cannon_bound_and_emulated(profile_file):
-    rec = _record(distmm_mpi(16, "run", "cannon", "--shape", "64,48,40", *TREE,
-                             "--bind", "x=L1B+PE,y=L2B+MAB", "--emulate-links", "mncore-emu",
-                             "--profile", str(profile_file), "--repeat", "1", "--json"))
+    rec = _record(
+        distmm_mpi(
+            16,
+            "run",
+            "cannon",
+            "--shape",
+            "64,48,40",
+            *TREE,
+            "--bind",
+            "x=L1B+PE,y=L2B+MAB",
+            "--emulate-links",
+            "mncore-emu",
+            "--profile",
+            str(profile_file),
+            "--repeat",
+            "1",
+            "--json",
+        )
+    )
     assert rec["verified"] and rec["binding"] == "x=L1B+PE,y=L2B+MAB"
     assert rec["emulate_links"] == "mncore-emu" and rec["tree"]["L2B"] == 2
     assert "R@[2*L2B + 2*L1B + MAB + PE]" in rec["layouts"]["A"]
@@ -30,9 +45,23 @@ def test_cannon_bound_and_emulated(profile_file):
 
 def test_dump_on_the_tree_without_emulation(tmp_path):
     out = tmp_path / "d"
-    rec = _record(distmm_mpi(16, "run", "summa", "--shape", "30,20,40", *TREE,
-                             "--bind", "x=MAB+PE,y=L2B+L1B", "--repeat", "1", "--dump", str(out),
-                             "--json"))
+    rec = _record(
+        distmm_mpi(
+            16,
+            "run",
+            "summa",
+            "--shape",
+            "30,20,40",
+            *TREE,
+            "--bind",
+            "x=MAB+PE,y=L2B+L1B",
+            "--repeat",
+            "1",
+            "--dump",
+            str(out),
+            "--json",
+        )
+    )
     assert rec["verified"] and rec["emulate_links"] is None
     from layouts import global_matrix
 
@@ -58,8 +87,13 @@ def test_seed_layout_scaled_down_on_16_ranks():
 
     here = Path(__file__).parent
     env = dict(os.environ, MPIEXEC_TIMEOUT="100")
-    r = subprocess.run([mpiexec(), "-n", "16", sys.executable, str(here / "tree_seed_job.py")],
-                       capture_output=True, text=True, timeout=115, env=env,
-                       cwd=here.parent)
+    r = subprocess.run(
+        [mpiexec(), "-n", "16", sys.executable, str(here / "tree_seed_job.py")],
+        capture_output=True,
+        text=True,
+        timeout=115,
+        env=env,
+        cwd=here.parent,
+    )
     assert r.returncode == 0, r.stderr + r.stdout
     assert "gathered == global" in r.stdout and "(32, 32)" in r.stdout

@@ -26,6 +26,8 @@ block = generate_block(lay, View.coords, 9)
 whole = gather(block, lay, View)
 if world.Get_rank() == 0:
     ok = np.array_equal(whole, global_matrix(lay.logical_shape, 9))
-    print(f"seed layout {lay} shape {lay.logical_shape} block {lay.block_shape}: "
-          f"{'gathered == global' if ok else 'MISMATCH'}")
+    print(
+        f"seed layout {lay} shape {lay.logical_shape} block {lay.block_shape}: "
+        f"{'gathered == global' if ok else 'MISMATCH'}"
+    )
     sys.exit(0 if ok else 1)

@@ -52,7 +52,7 @@ class LinkModel:
     name: str = ""
 
     @classmethod
-    def load(cls, spec: str, tree: AbstractMesh) -> "LinkModel":
+    def load(cls, spec: str, tree: AbstractMesh) -> LinkModel:
         """A preset name or a JSON file {level: {"alpha": s, "bandwidth": B/s, "lanes": n}}."""
         if spec in PRESETS:
             table, name = PRESETS[spec], spec

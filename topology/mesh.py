@@ -43,7 +43,7 @@ class AbstractMesh:
         object.__setattr__(self, "axes", axes)
 
     @classmethod
-    def of(cls, **sizes: int) -> "AbstractMesh":
+    def of(cls, **sizes: int) -> AbstractMesh:
         return cls(tuple(sizes.items()))
 
     @property
@@ -88,7 +88,7 @@ class AbstractMesh:
     def __str__(self) -> str:
         return ",".join(f"{n}={s}" for n, s in self.axes)
 
-    def at(self, rank: int, binding=None, tree=None) -> "RankView":
+    def at(self, rank: int, binding=None, tree=None) -> RankView:
         """One rank's view of the mesh without MPI (what the cost model runs a schedule on);
         with a binding, ``rank`` is a rank of ``tree``."""
         return RankView(self, rank, binding, tree)

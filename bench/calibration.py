@@ -1,0 +1,203 @@
+"""The measurements behind `distmm calibrate`, OSU-style: warm-up iterations untimed, a barrier
+before each timed batch, many iterations per size, times per operation. Ranks not being measured
+wait in a sleeping barrier (:func:`sleep_until_all`) so that they leave the cores alone."""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+
+import numpy as np
+
+from algorithms.events import COMM_KINDS
+
+P2P_SIZES = [1 << s for s in range(0, 25, 2)]  # 1 B .. 16 MiB
+COLL_SIZES = [1 << s for s in range(10, 25, 2)]  # 1 KiB .. 16 MiB
+GEMM_GRID = (96, 320, 1024, 3072)  # m, k and n of the GEMM shapes timed (a 4 x 4 x 4 grid)
+
+
+def _iters(nbytes: int, quick: bool) -> tuple[int, int]:
+    """(warm-up, timed) iterations for a message size, OSU-like."""
+    if quick:
+        return 2, 5 if nbytes > 1 << 20 else 20
+    if nbytes <= 1 << 13:
+        return 100, 1000
+    if nbytes <= 1 << 20:
+        return 20, 100
+    return 5, 20
+
+
+def pingpong(world, quick: bool) -> list[tuple[int, float]]:
+    """[(bytes, one-way seconds)] between ranks 0 and 1 (others wait at the barrier)."""
+    rank = world.Get_rank()
+    out = []
+    for n in P2P_SIZES[::2] if quick else P2P_SIZES:
+        buf = np.zeros(n, dtype=np.uint8)
+        warm, iters = _iters(n, quick)
+        elapsed = 0.0
+        sleep_until_all(world)
+        if rank < 2:
+            other = 1 - rank
+            for i in range(warm + iters):
+                if i == warm:
+                    t0 = _now()
+                if rank == 0:
+                    world.Send(buf, dest=other, tag=1)
+                    world.Recv(buf, source=other, tag=1)
+                else:
+                    world.Recv(buf, source=other, tag=1)
+                    world.Send(buf, dest=other, tag=1)
+            elapsed = (_now() - t0) / iters / 2
+        sleep_until_all(world)
+        out.append((n, world.bcast(elapsed, root=0)))
+    return out
+
+
+def _now() -> float:
+    from mpi4py import MPI
+
+    return MPI.Wtime()
+
+
+def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """Least-squares alpha + beta * n over (n, t) points; both clamped to be non-negative."""
+    n = np.array([p[0] for p in points], dtype=float)
+    t = np.array([p[1] for p in points], dtype=float)
+    beta, alpha = np.polyfit(n, t, 1) if len(points) > 1 else (0.0, t[0])
+    return max(float(alpha), 1e-9), max(float(beta), 1e-15)
+
+
+def collectives(world, quick: bool) -> dict[str, list[list[float]]]:
+    """{kind: [[bytes, avg s, min s, max s], ...]} on COMM_WORLD; bytes as Event.nbytes means."""
+    from mpi4py import MPI
+
+    g, rank = world.Get_size(), world.Get_rank()
+    out: dict[str, list] = {k: [] for k in COMM_KINDS}
+    if g < 2:
+        return out
+    right, left = (rank + 1) % g, (rank - 1) % g
+    for n in COLL_SIZES[::2] if quick else COLL_SIZES:
+        count = max(g, n // 4 // g * g)  # float32 elements, divisible by g
+        a = np.ones(count, dtype=np.float32)
+        b = np.empty_like(a)
+        gathered = np.empty(count * g, dtype=np.float32)
+        part = np.empty(count // g, dtype=np.float32)
+        ops = {
+            "shift": partial(world.Sendrecv, a, dest=right, recvbuf=b, source=left),
+            "bcast": partial(world.Bcast, a, root=0),
+            "allgather": partial(world.Allgather, a, gathered),
+            "reduce_scatter": partial(world.Reduce_scatter_block, a, part, op=MPI.SUM),
+            "allreduce": partial(world.Allreduce, a, b, op=MPI.SUM),
+        }
+        warm, iters = _iters(a.nbytes, quick)
+        for kind, op in ops.items():
+            for _ in range(warm):
+                op()
+            world.Barrier()
+            t0 = _now()
+            for _ in range(iters):
+                op()
+            t = (_now() - t0) / iters
+            ts = world.allgather(t)
+            out[kind].append([a.nbytes, float(np.mean(ts)), min(ts), max(ts)])
+    return out
+
+
+def gemm_rates(world, quick: bool, cores: int) -> dict[str, list[list[float]]]:
+    """{dtype: [[m, k, n, seconds]]} over the GEMM_GRID shapes, timed through the same kernel
+    path the communication layer uses (GEMM into a scratch tile, then accumulate): one core per
+    rank, at most `cores` ranks at once, each shape repeated for about 20 ms."""
+    from algorithms.comm import _gemm_rows
+
+    rank = world.Get_rank()
+    grid = GEMM_GRID[::2] if quick else GEMM_GRID
+    out: dict[str, list] = {}
+    for dtype in ("float32", "float64"):
+        rows = []
+        for m in grid:
+            for k in grid:
+                for n in grid:
+                    t = 0.0
+                    sleep_until_all(world)
+                    if rank < cores:
+                        a, b = np.ones((m, k), dtype), np.ones((k, n), dtype)
+                        c, tmp = np.zeros((m, n), dtype), np.zeros((m, n), dtype)
+                        _gemm_rows(a, b, c, True, tmp)  # warm-up
+                        reps = 1 if quick else max(2, min(50, int(2e9 / (2 * m * k * n))))
+                        t0 = _now()
+                        for _ in range(reps):
+                            _gemm_rows(a, b, c, True, tmp)
+                        t = (_now() - t0) / reps
+                    sleep_until_all(world)
+                    ts = [x for x in world.allgather(t) if x > 0]
+                    rows.append([m, k, n, float(np.median(ts))])
+        out[dtype] = rows
+    return out
+
+
+def copy_bandwidth(world, cores: int) -> float:
+    """Bytes per second one core copies between two 16 MiB arrays (one rank per core)."""
+    src = np.ones(1 << 22, np.float32)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    t = 0.0
+    sleep_until_all(world)
+    if world.Get_rank() < cores:
+        t0 = _now()
+        for _ in range(10):
+            np.copyto(dst, src)
+        t = (_now() - t0) / 10
+    sleep_until_all(world)
+    return src.nbytes / float(np.median([x for x in world.allgather(t) if x > 0]))
+
+
+def sleep_until_all(world) -> None:
+    """A barrier that sleeps instead of polling, so waiting ranks leave the cores to the
+    ranks being measured (MPI's own barrier spins, or yields, which still takes cycles)."""
+    req = world.Ibarrier()
+    while not req.Test():
+        time.sleep(0.005)
+
+
+def oversubscription(world, cores: int, quick: bool) -> list[list[float]]:
+    """[[ranks per core, efficiency]] as a run sees it: every rank does the same GEMMs between
+    MPI barriers (waiting ranks poll or yield in MPI, taking cycles from working ones), timed
+    barrier to barrier; efficiency = time with one rank per core x ranks per core / that time.
+    Empty when the job has no more ranks than cores."""
+    from algorithms.comm import _gemm_rows
+
+    P, rank = world.Get_size(), world.Get_rank()
+    if P <= cores:
+        return []
+    n = 512 if quick else 1024
+    a, b = np.ones((n, n), np.float32), np.ones((n, n), np.float32)
+    c, tmp = np.zeros((n, n), np.float32), np.zeros((n, n), np.float32)
+    _gemm_rows(a, b, c, True, tmp)
+    reps = 2 if quick else 6
+
+    def alone() -> float:
+        """One rank per core working, the others asleep (not polling)."""
+        sleep_until_all(world)
+        span = None
+        if rank < cores:
+            t0 = _now()
+            for _ in range(reps):
+                _gemm_rows(a, b, c, True, tmp)
+            span = (t0, _now())
+        sleep_until_all(world)
+        spans = [x for x in world.allgather(span) if x is not None]
+        return (max(e for _, e in spans) - min(s for s, _ in spans)) / reps
+
+    def shared() -> float:
+        """Every rank working, between MPI barriers, as in a run."""
+        world.Barrier()
+        t0 = _now()
+        for _ in range(reps):
+            _gemm_rows(a, b, c, True, tmp)
+        world.Barrier()
+        return world.bcast((_now() - t0) / reps, root=0)
+
+    alone_s = min(alone() for _ in range(2))
+    shared_s = min(shared() for _ in range(2))
+    per_core = P / cores
+    return [[1.0, 1.0], [per_core, alone_s * per_core / shared_s]]

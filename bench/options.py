@@ -1,0 +1,133 @@
+"""The command-line options several commands share, each defined once: the algorithm and its
+options, --shape, --dtype, --topology/--bind, --profile, --links, --ranks-per-node, --json.
+
+The algorithm options (--grid, --fop, --pace, --panel) are generated from option records, one
+flag per option name whatever the number of algorithms taking it, its help naming them.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from algorithms import ALGORITHMS
+from algorithms.plan import PlanError
+from algorithms.spec import Option
+
+from .units import ints, parse_shape, positive
+
+
+def all_options() -> dict[str, tuple[Option, list[str]]]:
+    """{option name: (its record, the algorithms taking it)}, in first-declared order."""
+    out: dict[str, tuple[Option, list[str]]] = {}
+    for name, algorithm in ALGORITHMS.items():
+        for option in algorithm.options:
+            out.setdefault(option.name, (option, []))[1].append(name)
+    return out
+
+
+def add_algorithm_options(p: argparse.ArgumentParser) -> None:
+    for name, (option, takers) in all_options().items():
+        who = "" if len(takers) == len(ALGORITHMS) else f"{', '.join(takers)}: "
+        kind = ints(option.length) if option.type is tuple else positive
+        p.add_argument(
+            f"--{name}",
+            type=kind,
+            metavar=option.metavar,
+            choices=option.choices or None,
+            help=who + option.help,
+        )
+
+
+def algorithm_options(args: argparse.Namespace, algorithm) -> dict:
+    """{name: value} of the algorithm options given on the command line; an option the
+    algorithm does not take is refused with PlanError."""
+    takes = {o.name for o in algorithm.options}
+    name = algorithm.name
+    given = {}
+    for option in all_options():
+        value = getattr(args, option, None)
+        if value is None:
+            continue
+        if option not in takes:
+            raise PlanError(f"{name} takes no --{option}")
+        given[option] = value
+    return given
+
+
+def add_plan_arguments(p: argparse.ArgumentParser) -> None:
+    """What chooses an algorithm's plan (`distmm run` and `distmm predict`)."""
+    p.add_argument("algo", metavar="ALGO", help=f"one of: {', '.join(ALGORITHMS)}")
+    add_shape(p)
+    add_algorithm_options(p)
+    add_dtype(p)
+    p.add_argument(
+        "--no-overlap",
+        action="store_true",
+        help="blocking communication: no overlap with computation",
+    )
+    add_topology(p)
+    p.add_argument(
+        "--bind",
+        metavar="AXIS=LEVEL+...,...",
+        help="with a tree: the tree levels "
+        "of each mesh axis, e.g. x=L2B+L1B,y=MAB+PE (default: consecutive levels "
+        "from L2B down, in mesh axis order)",
+    )
+
+
+def add_shape(p, required: bool = True) -> None:
+    p.add_argument(
+        "--shape",
+        required=required,
+        type=parse_shape,
+        metavar="M,K,N",
+        help="C[M,N] = A[M,K] @ B[K,N]",
+    )
+
+
+def add_dtype(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+
+
+def add_topology(p: argparse.ArgumentParser, note: str = "") -> None:
+    p.add_argument(
+        "--topology",
+        default="mesh",
+        help="mesh (default), mncore (the 8192-PE "
+        "board) or mncore:L2B,L1B,MAB,PE (a scaled tree, e.g. mncore:2,2,2,2)" + note,
+    )
+
+
+def add_profile(p: argparse.ArgumentParser, required: bool = True, use: str = "") -> None:
+    p.add_argument(
+        "--profile",
+        required=required,
+        help="machine profile from distmm calibrate" + (f": {use}" if use else ""),
+    )
+
+
+def add_links(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--links",
+        metavar="PRESET|FILE",
+        help="with --topology: price communication "
+        "with this link model (preset mncore, mncore-emu or flat, or a JSON file)",
+    )
+
+
+def add_ranks_per_node(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--ranks-per-node",
+        type=positive,
+        help="ranks sharing one node's cores "
+        "(default: P, every rank on the machine the profile describes)",
+    )
+
+
+def ranks_per_node(args: argparse.Namespace, P: int) -> int:
+    """--ranks-per-node as the model takes it: at most P, P when not given."""
+    return min(args.ranks_per_node or P, P)
+
+
+def add_json(p: argparse.ArgumentParser, what: str = "print one JSON object") -> None:
+    p.add_argument("--json", action="store_true", help=what)

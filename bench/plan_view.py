@@ -1,0 +1,122 @@
+"""What `distmm plan` prints: the ranked candidate table, predicted against measured order, and
+a chain's shortest path beside the greedy choice (as text and as the JSON record)."""
+
+from __future__ import annotations
+
+from .planner import Candidate
+from .units import format_bytes
+
+_HEAD = f"{'algorithm':<10}{'grid/F_op':<14}{'params':<18}{'ovl':<5}{'pred [ms]':>10}"
+
+
+def _row(c: Candidate) -> str:
+    """The columns _HEAD names, for one candidate."""
+    return (
+        f"{c.algo:<10}{c.grid_text:<14}{c.params_text:<18}"
+        f"{'on' if c.overlap else 'off':<5}{c.seconds * 1e3:>10.3f}"
+    )
+
+
+def _overlap(c: Candidate) -> str:
+    return "on" if c.overlap else "off"
+
+
+def candidate_table(cands: list[Candidate], start: dict | None = None, header: bool = True) -> str:
+    """One line per candidate; ``start`` maps id(candidate) to its rank when not 1, 2, ..."""
+    lines = (
+        [f"{'#':>3} {_HEAD}{'GFLOP/s':>9}{'mem/rank':>12}{'bytes/rank':>12}  P"] if header else []
+    )
+    for i, c in enumerate(cands):
+        n = start[id(c)] if start else i + 1
+        gf = c.plan.flops / c.seconds / 1e9 if c.seconds else 0.0
+        lines.append(
+            f"{n:>3} {_row(c)}{gf:>9.1f}{format_bytes(c.memory):>12}"
+            f"{format_bytes(c.bytes_sent):>12}  {'*' if c.pareto else ''}"
+        )
+    return "\n".join(lines)
+
+
+def recommendation(best: Candidate) -> str:
+    return (
+        f"recommended: {best.algo} {best.grid_text} {best.params_text} overlap="
+        f"{_overlap(best)}: {best.seconds * 1e3:.2f} ms predicted, "
+        f"{format_bytes(best.memory)}/rank"
+    )
+
+
+def measured_text(measured: list) -> str:
+    """[(candidate, (seconds | None, note))] in predicted order, against the measured order."""
+    ok = [(c, s) for c, (s, _) in measured if s is not None]
+    by_meas = sorted(ok, key=lambda cs: cs[1])
+    meas_rank = {id(c): i + 1 for i, (c, _) in enumerate(by_meas)}
+    lines = ["predicted vs measured:", f"{'pred#':>5} {'meas#':>5} {_HEAD}{'meas [ms]':>10}"]
+    for i, (c, (s, note)) in enumerate(measured):
+        ms = f"{s * 1e3:>10.3f}" if s is not None else f"{'failed':>10}"
+        lines.append(
+            f"{i + 1:>5} {meas_rank.get(id(c), '-'):>5} {_row(c)}{ms}"
+            + (f"  {note}" if note else "")
+        )
+    if by_meas:
+        first, (first_s, _) = measured[0]
+        fastest, fastest_s = by_meas[0]
+        if fastest is first:
+            lines.append("first choice was the measured fastest")
+        elif first_s is not None:
+            lines.append(
+                f"first choice was not the measured fastest: {first_s / fastest_s:.3f}x "
+                f"the fastest ({fastest.algo} {fastest.grid_text} "
+                f"{fastest.params_text})"
+            )
+    return "\n".join(lines)
+
+
+def chain_record(res: dict, dims, P: int, dtype: str, elapsed: float) -> dict:
+    def rows(chosen):
+        return [
+            c.record((dims[0], c.plan.shape[1], c.plan.shape[2]), P, dtype, "mesh") for c in chosen
+        ]
+
+    return {
+        "chain": list(dims),
+        "P": P,
+        "planning_seconds": elapsed,
+        "chosen": rows(res["chosen"]),
+        "redistribution": res["redistribution"],
+        "total": res["total"],
+        "greedy": rows(res["greedy"]),
+        "greedy_redistribution": res["greedy_redistribution"],
+        "greedy_total": res["greedy_total"],
+    }
+
+
+def chain_text(res: dict, dims, P: int, rpn: int, dtype: str, elapsed: float) -> str:
+    lines = [
+        f"distmm plan --chain: {len(dims) - 2} products on {P} ranks ({rpn} per node), "
+        f"{dtype}; planned in {elapsed * 1e3:.0f} ms"
+    ]
+    paths = (
+        ("shortest path", res["chosen"], res["redistribution"], res["total"]),
+        (
+            "greedy (each product's fastest alone)",
+            res["greedy"],
+            res["greedy_redistribution"],
+            res["greedy_total"],
+        ),
+    )
+    for label, chosen, redis, total in paths:
+        lines.append(f"{label}: total {total * 1e3:.3f} ms")
+        for i, c in enumerate(chosen):
+            M, K, N = c.plan.shape
+            lines.append(
+                f"  {i + 1}. {M}x{K}x{N}: {c.algo} {c.grid_text} {c.params_text} "
+                f"overlap={_overlap(c)}  {c.seconds * 1e3:.3f} ms"
+            )
+            lines.append(f"       C {c.plan.C}")
+            if i < len(redis):
+                lines.append(f"     redistribute C -> next A: {redis[i] * 1e3:.3f} ms")
+    gain = res["greedy_total"] - res["total"]
+    lines.append(
+        f"shortest path saves {gain * 1e3:.3f} ms over greedy "
+        f"({gain / res['greedy_total'] * 100 if res['greedy_total'] else 0:.1f}%)"
+    )
+    return "\n".join(lines)

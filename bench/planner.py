@@ -1,0 +1,293 @@
+"""The planner behind `distmm plan`: every candidate plan (algorithm, grid or F_op, pace or
+panel width, overlap, binding) priced by the cost model, the time/memory Pareto front, the
+recommendation within a memory budget, measuring the top candidates under mpiexec, and chains
+of products planned as a shortest path (see plan_cmd's docstring for why that suffices)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from algorithms import ALGORITHMS, get
+from algorithms.plan import PlanError
+
+from .errors import UsageError
+from .launch import Launcher, run_argv, shell_command
+from .model import Profile, predict, redistribution_seconds, schedule
+from .units import format_bytes
+
+
+@dataclass
+class Candidate:
+    algo: str
+    options: dict  # grid / fop / pace / panel as `distmm run` takes them
+    overlap: bool
+    plan: object = field(repr=False)
+    binding: object = None
+    seconds: float = math.inf
+    memory: int = 0
+    bytes_sent: int = 0
+    pareto: bool = False
+
+    @property
+    def grid_text(self) -> str:
+        g = self.options.get("fop") or self.options.get("grid") or self.plan.grid
+        return ("F_op " if "fop" in self.options else "") + "x".join(map(str, g))
+
+    @property
+    def params_text(self) -> str:
+        parts = [f"{k}={self.options[k]}" for k in ("pace", "panel") if k in self.options]
+        if self.binding is not None:
+            parts.append(f"bind {self.binding}")
+        return " ".join(parts) or "-"
+
+    def run_args(self, shape, dtype: str, topology: str = "mesh") -> list[str]:
+        """The `distmm run` arguments of this candidate."""
+        return run_argv(
+            self.algo,
+            shape,
+            self.options,
+            dtype=dtype,
+            overlap=self.overlap,
+            topology=topology,
+            binding=self.binding,
+        )
+
+    def command(self, shape, P: int, dtype: str, topology: str = "mesh") -> str:
+        """The command that runs this candidate."""
+        return shell_command(P, self.run_args(shape, dtype, topology))
+
+    def record(self, shape, P, dtype, topology) -> dict:
+        return {
+            "algo": self.algo,
+            "grid": list(self.plan.grid),
+            "options": {k: list(v) if isinstance(v, tuple) else v for k, v in self.options.items()},
+            "overlap": self.overlap,
+            "binding": str(self.binding) if self.binding else None,
+            "predicted_seconds": self.seconds,
+            "predicted_gflops": self.plan.flops / self.seconds / 1e9 if self.seconds else None,
+            "memory_per_rank": self.memory,
+            "bytes_per_rank": self.bytes_sent,
+            "pareto": self.pareto,
+            "command": self.command(shape, P, dtype, topology),
+        }
+
+
+def _option_sets(algorithm, shape, P: int):
+    """(options) dicts for every grid/F_op and every candidate of the other options."""
+    key = algorithm.grid_option.name
+    others = [o for o in algorithm.options if not o.is_grid and o.candidates is not None]
+    for g in algorithm.grids(P):
+        base = {key: tuple(g)}
+        try:
+            default = algorithm.plan(tuple(shape), P, **base)
+        except PlanError:
+            continue
+        values = [list(o.candidates(default)) for o in others]
+        for combo in itertools.product(*values):
+            chosen = zip(others, combo, strict=True)
+            yield {**base, **{o.name: v for o, v in chosen if v != o.default}}
+
+
+def candidates(
+    shape,
+    P: int,
+    profile: Profile,
+    dtype: str = "float32",
+    ranks_per_node: int | None = None,
+    topology: str = "mesh",
+    links_spec: str | None = None,
+    algos=None,
+) -> list[Candidate]:
+    """Every candidate plan, priced, ranked by predicted time, Pareto front marked."""
+    tree = links = None
+    if topology != "mesh":
+        from topology.links import LinkModel
+        from topology.tree import parse_topology
+
+        tree = parse_topology(topology)
+        if tree.size != P:
+            raise UsageError(f"topology {topology} has {tree.size} PEs but --P is {P}")
+        links = LinkModel.load(links_spec, tree) if links_spec else None
+    elif links_spec:
+        raise UsageError("--links needs --topology mncore[:L2B,L1B,MAB,PE]")
+    rpn = min(ranks_per_node or P, P)
+    npdt = np.dtype(dtype)
+    out: list[Candidate] = []
+    for algo in algos or ALGORITHMS:
+        algorithm = get(algo)
+        if not algorithm.grids(P):
+            continue
+        for opts in _option_sets(algorithm, shape, P):
+            states: dict = {}  # prepared state and symbolic comm, shared by overlap on and off
+            for overlap in (True, False):
+                try:
+                    plan = algorithm.plan(tuple(shape), P, overlap=overlap, **opts)
+                except PlanError:
+                    continue
+                mem = algorithm.memory(plan, npdt.itemsize)
+                if tree is None:
+                    binds = [None]
+                else:
+                    from topology.tree import bindings
+
+                    binds = bindings(plan.mesh, tree)
+                for b in binds:
+                    events = schedule(algorithm, plan, 0, npdt, b, tree, cache=states)
+                    pred = predict(events, profile, dtype, rpn, links=links)
+                    out.append(
+                        Candidate(algo, opts, overlap, plan, b, pred.seconds, mem, pred.bytes_sent)
+                    )
+    out.sort(key=lambda c: (c.seconds, c.memory))
+    mark_pareto(out)
+    return out
+
+
+def mark_pareto(cands: list[Candidate]) -> None:
+    """Mark the candidates no other beats in both predicted time and memory (sorted by time)."""
+    best_mem = math.inf
+    for c in cands:  # sorted by (seconds, memory): non-dominated iff memory drops below all so far
+        c.pareto = c.memory < best_mem
+        best_mem = min(best_mem, c.memory)
+
+
+def recommend(cands: list[Candidate], budget: int | None) -> Candidate:
+    fits = [c for c in cands if budget is None or c.memory <= budget]
+    if not fits:
+        small = min(cands, key=lambda c: c.memory)
+        raise UsageError(
+            f"no plan fits --memory-per-rank {format_bytes(budget)}: the smallest "
+            f"needs {format_bytes(small.memory)} per rank ({small.algo} "
+            f"{small.grid_text})"
+        )
+    return fits[0]
+
+
+def run_set(cands: list[Candidate], best: Candidate, k: int) -> list[Candidate]:
+    """The recommendation, then the next fastest with a different (algorithm, grid): variants
+    of one grid (overlap, panel, pace) are often predicted within a hair of each other, and
+    measuring them against each other would test the timer's noise, not the plan."""
+    out, seen = [best], {(best.algo, best.grid_text)}
+    for c in cands:
+        if len(out) >= k:
+            break
+        if (c.algo, c.grid_text) not in seen:
+            seen.add((c.algo, c.grid_text))
+            out.append(c)
+    return out
+
+
+def measure(
+    cands: list[Candidate],
+    shape,
+    P: int,
+    dtype: str,
+    repeat: int,
+    topology: str = "mesh",
+    mpiexec: str | None = None,
+    timeout: float = 300,
+) -> list:
+    """Run each candidate with `distmm run --json` under mpiexec; [(seconds | None, note)]."""
+    launcher = Launcher.find(mpiexec)
+    out = []
+    for c in cands:
+        argv = c.run_args(shape, dtype, topology) + ["--json", "--repeat", str(repeat)]
+        rec, why = launcher.run_json(P, argv, timeout)
+        if rec is None:
+            out.append((None, why))
+        else:
+            out.append((rec["seconds"], "" if rec["verified"] else "NOT VERIFIED"))
+    return out
+
+
+# -- chains ----------------------------------------------------------------------------------
+def _edge_seconds(
+    prev: Candidate, nxt: Candidate, profile: Profile, dtype: str, ranks_per_node: int, cache: dict
+) -> float:
+    """Time to move prev's C layout into nxt's A layout (bench.model.redistribution_seconds)."""
+    src, dst = prev.plan.C, nxt.plan.A
+    key = (str(src), str(prev.plan.mesh), str(dst), str(nxt.plan.mesh))
+    if key not in cache:
+        cache[key] = redistribution_seconds(
+            src,
+            prev.plan.mesh,
+            dst,
+            nxt.plan.mesh,
+            profile,
+            np.dtype(dtype).itemsize,
+            ranks_per_node,
+        )
+    return cache[key]
+
+
+def plan_chain(
+    dims,
+    P: int,
+    profile: Profile,
+    dtype: str = "float32",
+    ranks_per_node: int | None = None,
+    keep: int = 4,
+    budget: int | None = None,
+) -> dict:
+    """Shortest path over (product, candidate) with redistribution edges; and the greedy path."""
+    rpn = min(ranks_per_node or P, P)
+    M = dims[0]
+    layers = []
+    for k, n in zip(dims[1:-1], dims[2:], strict=True):
+        cands = candidates((M, k, n), P, profile, dtype, rpn)
+        recommend(cands, budget)  # one line naming the smallest need when nothing fits
+        seen, kept = set(), []
+        for c in cands:
+            if budget is not None and c.memory > budget:
+                continue  # distinct A/C layouts first: the choice that matters for the edges
+            sig = (str(c.plan.A), str(c.plan.C), str(c.plan.mesh))
+            if sig in seen:
+                continue
+            seen.add(sig)
+            kept.append(c)
+            if len(kept) == keep:
+                break
+        layers.append(kept)
+    cache: dict = {}
+
+    def edge(a, b):
+        return _edge_seconds(a, b, profile, dtype, rpn, cache)
+
+    # dynamic programming: best[i][j] = cheapest time ending with candidate j of product i
+    best = [[c.seconds for c in layers[0]]]
+    back = [[None] * len(layers[0])]
+    for i in range(1, len(layers)):
+        row, brow = [], []
+        for c in layers[i]:
+            costs = [best[i - 1][j] + edge(p, c) for j, p in enumerate(layers[i - 1])]
+            j = int(np.argmin(costs))
+            row.append(costs[j] + c.seconds)
+            brow.append(j)
+        best.append(row)
+        back.append(brow)
+    j = int(np.argmin(best[-1]))
+    path = [j]
+    for i in range(len(layers) - 1, 0, -1):
+        j = back[i][j]
+        path.append(j)
+    path.reverse()
+
+    def describe(choice):
+        chosen = [layers[i][j] for i, j in enumerate(choice)]
+        redis = [edge(a, b) for a, b in zip(chosen, chosen[1:], strict=False)]
+        return chosen, redis, sum(c.seconds for c in chosen) + sum(redis)
+
+    chosen, redis, total = describe(path)
+    g_chosen, g_redis, g_total = describe([0] * len(layers))
+    return {
+        "layers": layers,
+        "chosen": chosen,
+        "redistribution": redis,
+        "total": total,
+        "greedy": g_chosen,
+        "greedy_redistribution": g_redis,
+        "greedy_total": g_total,
+    }

@@ -1,0 +1,134 @@
+"""The results table a sweep writes and a report reads: its columns, one row per `distmm run`
+(built from the run's JSON record), and both directions of the CSV file from this one
+definition. The table is rewritten whole and atomically after every run."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import subprocess
+from pathlib import Path
+
+from .errors import UsageError
+from .files import write_atomic
+from .launch import last_json
+
+DONE = ("ok", "wrong", "failed", "timeout")  # a row with one of these is not run again
+RETRYABLE = ("failed", "timeout")  # ... unless --retry-failed
+COLUMNS = (
+    "key status sweep scaling algo P M K N dtype repeat warmup topology trace grid params "
+    "seconds seconds_min seconds_max gflops compute_seconds compute_ratio verified max_rel_error "
+    "bytes_sent bytes_sent_per_rank_max messages peak_memory_bytes predicted_seconds "
+    "predicted_phases trace_dir layouts host cores mpi_library git_commit timestamp wall_seconds "
+    "error"
+).split()
+REQUIRED = "key status algo P M K N dtype seconds".split()  # what makes a file a results table
+TEXT = ("key", "git_commit")  # read as text even when they look like numbers
+# NaN when an older table lacks them
+NUMBERS = "predicted_seconds bytes_sent_per_rank_max gflops seconds_min seconds_max bytes_sent"
+# copied from the run's JSON record as they are
+FROM_RESULT = (
+    "seconds seconds_min seconds_max gflops compute_seconds compute_ratio verified max_rel_error "
+    "bytes_sent messages peak_memory_bytes predicted_seconds"
+).split()
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
+        return out.stdout.strip() if out.returncode == 0 else ""
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def row_from_result(
+    point: dict, state: str, rc, out: str, err: str, wall: float, trace_dir: str, facts: dict
+) -> dict:
+    """The row of one run: the sweep's point, the job's outcome (launch()'s state, exit status,
+    output) and the machine facts."""
+    row = dict(point)
+    row.update(
+        trace_dir=trace_dir,
+        wall_seconds=f"{wall:.2f}",
+        **facts,
+        timestamp=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    )
+    result = last_json(out)
+    if state == "timeout":
+        row.update(status="timeout", error=f"timed out after {wall:.0f} s", trace_dir="")
+        return row
+    if result is None:
+        lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
+        useful = [ln for ln in lines if "error" in ln.lower()] or lines
+        row.update(
+            status="failed",
+            trace_dir="",
+            error=(useful[0] if useful else f"exit status {rc}, no output")[:500],
+        )
+        return row
+    per = result.get("bytes_sent_per_rank") or [0]
+    ok = rc == 0 and result.get("verified")
+    row.update(
+        status="ok" if ok else ("wrong" if rc in (0, 1) else "failed"),
+        grid="x".join(map(str, result.get("grid", []))),
+        params=json.dumps(result.get("params", {}), sort_keys=True),
+        **{k: result.get(k) for k in FROM_RESULT},
+        bytes_sent_per_rank_max=max(per),
+        predicted_phases=json.dumps(result["predicted_phases"], sort_keys=True)
+        if "predicted_phases" in result
+        else "",
+        layouts=json.dumps(result.get("layouts", {})),
+        mpi_library=result.get("mpi_library", facts["mpi_library"]),
+        error="" if rc == 0 else (err.strip().splitlines() or [f"exit status {rc}"])[-1][:500],
+    )
+    return row
+
+
+def read_table(path: Path) -> list[dict]:
+    """The rows as the file holds them (text), for a sweep to extend; [] if there is none."""
+    if not path.exists():
+        return []
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def write_table(path: Path, rows: list[dict]) -> None:
+    """Rewrite the whole table atomically: COLUMNS first, then any others, sorted."""
+    extra = sorted({k for r in rows for k in r} - set(COLUMNS))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS + extra, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    write_atomic(path, buf.getvalue())
+
+
+def read_frame(path: Path):
+    """The table as a pandas DataFrame for a report, with a ``shape`` column (MxKxN) and the
+    columns an older table may lack; UsageError if it is missing or not a results table."""
+    import pandas as pd
+
+    if not path.exists():
+        raise UsageError(f"{path} does not exist (write one with distmm sweep)")
+    try:
+        df = pd.read_csv(path, dtype=dict.fromkeys(TEXT, str))
+    except Exception as err:
+        raise UsageError(f"{path} is not a readable results table ({err})") from None
+    missing = set(REQUIRED) - set(df.columns)
+    if missing:
+        raise UsageError(f"{path} lacks columns {', '.join(sorted(missing))}: not a sweep table")
+    for col in NUMBERS.split():
+        if col not in df:
+            df[col] = float("nan")
+    df["shape"] = [f"{int(r['M'])}x{int(r['K'])}x{int(r['N'])}" for _, r in df.iterrows()]
+    if "scaling" not in df:
+        df["scaling"] = "strong"
+    return df

@@ -1,0 +1,250 @@
+"""The run driver behind `distmm run`: the plan from the arguments, the tree set-up, the memory
+check, then set-up, timed repetitions, the compute-only baseline and verification on every rank
+(``run_plan``), and the files a run leaves (--dump, --trace)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+
+from algorithms import get
+
+from .errors import UsageError
+from .files import save_npy_atomic, write_json_atomic
+from .model import level_bytes
+from .options import algorithm_options
+from .units import format_bytes
+from .verify import SEED_A, SEED_B, exact, freivalds, method_for, tolerance
+
+DUMP_LIMIT = 1 << 24  # elements per matrix that --dump will gather
+
+
+def make_plan(args, P: int):
+    """The algorithm's plan for these arguments; options it does not take are refused."""
+    algorithm = get(args.algo)
+    options = algorithm_options(args, algorithm)
+    return algorithm, algorithm.plan(tuple(args.shape), P, overlap=not args.no_overlap, **options)
+
+
+def tree_setup(args, plan, links_spec=None):
+    """(tree, binding, links) for --topology/--bind (None, None, None on a plain mesh).
+
+    Raises MeshError with one line (listing the valid bindings) when they do not fit."""
+    from topology import MeshError
+    from topology.links import LinkModel
+    from topology.tree import bindings, default_binding, parse_binding, parse_topology
+
+    tree = parse_topology(args.topology)
+    if tree is None:
+        if args.bind or links_spec:
+            raise UsageError("--bind and link models need --topology mncore[:L2B,L1B,MAB,PE]")
+        return None, None, None
+    if tree.size != plan.P:
+        raise MeshError(
+            f"topology {args.topology} has {tree.size} PEs but the plan has {plan.P} ranks"
+        )
+    valid = bindings(plan.mesh, tree)
+    if not valid:
+        raise MeshError(f"{plan.algo}'s mesh {plan.mesh} cannot be bound onto tree {tree}")
+    if args.bind in (None, "default"):
+        binding = default_binding(plan.mesh, tree)
+    else:
+        try:
+            binding = parse_binding(args.bind, plan.mesh, tree)
+        except MeshError as err:
+            raise MeshError(
+                f"{err}; valid for mesh {plan.mesh}: {' | '.join(map(str, valid))}"
+            ) from None
+    links = LinkModel.load(links_spec, tree) if links_spec else None
+    return tree, binding, links
+
+
+def bound_layouts(plan, binding, tree) -> dict[str, str]:
+    """The plan's A, B and C layouts bound onto the tree, as text."""
+    from layouts import bind_layout
+
+    return {n: str(bind_layout(getattr(plan, n), binding, tree)) for n in ("A", "B", "C")}
+
+
+def check_paths(args) -> None:
+    """Refuse --dump / --trace targets that cannot be written, before MPI starts."""
+    if args.dump:
+        parent = os.path.dirname(os.path.abspath(args.dump))
+        if not os.path.isdir(parent):
+            raise UsageError(f"--dump {args.dump}: directory {parent} does not exist")
+        M, K, N = args.shape
+        if max(M * K, K * N, M * N) > DUMP_LIMIT:
+            raise UsageError(f"--dump is for small shapes (at most {DUMP_LIMIT} elements a matrix)")
+    if args.trace and not os.path.isdir(os.path.dirname(os.path.abspath(args.trace))):
+        raise UsageError(f"--trace {args.trace}: its parent directory does not exist")
+
+
+def check_memory(plan, dtype, ranks_per_node: int) -> None:
+    """Refuse, before allocating anything, a run whose ranks would not fit in this node's memory
+    (every rank computes the same verdict from the plan and the node's physical memory)."""
+    need = get(plan.algo).memory(plan, dtype.itemsize)
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if need * ranks_per_node > 0.8 * total:
+
+        def gib(n):
+            return format_bytes(n, "GiB", ".1f")
+
+        raise UsageError(
+            f"{plan.algo} {'x'.join(map(str, plan.shape))} {dtype} needs about "
+            f"{gib(need)} per rank, {gib(need * ranks_per_node)} for the "
+            f"{ranks_per_node} ranks on this node, which has {gib(total)}: use a "
+            f"smaller shape or more nodes"
+        )
+
+
+def save_trace(tracer, result: dict, world) -> None:
+    """Every rank saves its trace; rank 0 then combines them and writes run.json beside them."""
+    from .trace import combine
+
+    os.makedirs(tracer.directory, exist_ok=True)
+    tracer.save()
+    world.Barrier()
+    if world.Get_rank() == 0:
+        combine(tracer.directory)
+        write_json_atomic(tracer.directory / "run.json", result, indent=1)
+    world.Barrier()
+
+
+def run_plan(
+    module,
+    plan,
+    mesh,
+    dtype,
+    repeat: int,
+    warmup: int,
+    verify: str,
+    tracer=None,
+    links=None,
+    fault=None,
+):
+    """Set up, time, measure the compute-only baseline and verify.
+
+    Returns the result record and this rank's blocks {"A", "B", "C"} (held order).
+    ``fault`` (bench/faults.py) makes this rank fail where it says."""
+    from algorithms.comm import Comm
+    from layouts import generate_block
+
+    world = mesh.comm
+    hit = fault.trigger_for(world.Get_rank()) if fault is not None else None
+    a = generate_block(plan.A, mesh.coords, SEED_A, dtype)
+    b = generate_block(plan.B, mesh.coords, SEED_B, dtype)
+    state = module.prepare(plan, a, b, mesh.coords)
+    if hit:
+        hit("setup")
+    comm = Comm(mesh, tracer=tracer, links=links, emulate=links is not None, fault=hit)
+    times, c = _timed(
+        lambda: module.multiply(plan, comm, state), comm, world, warmup, repeat, tracer
+    )
+    compute = Comm(mesh, execute=False)
+    compute_times, _ = _timed(
+        lambda: module.multiply(plan, compute, state), compute, world, min(warmup, 1), repeat
+    )
+    sent = world.allgather(comm.bytes_sent)
+    per_level = world.allgather(level_bytes(comm.events))
+    messages = world.allreduce(comm.messages)
+    peak = world.allreduce(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, op=_max())
+    method = method_for(plan.shape) if verify == "auto" else verify
+    if hit:
+        hit("verify")
+    if method == "exact":
+        err = world.bcast(exact(plan, mesh, c, dtype), root=0)
+    else:
+        err = freivalds(plan, mesh, world, c, dtype)
+    tol = tolerance(dtype, plan.shape[1])
+    median = statistics.median(times)
+    compute_median = statistics.median(compute_times)
+    return {
+        "algo": plan.algo,
+        "P": plan.P,
+        "grid": list(plan.grid),
+        "mesh": {n: s for n, s in plan.mesh.axes},
+        "shape": list(plan.shape),
+        "dtype": str(dtype),
+        "overlap": plan.overlap,
+        "params": plan.params,
+        "seconds": median,
+        "seconds_min": min(times),
+        "seconds_max": max(times),
+        "repeat": repeat,
+        "gflops": plan.flops / median / 1e9,
+        "compute_seconds": compute_median,
+        "compute_ratio": compute_median / median,
+        "verified": bool(err <= tol),
+        "verify_method": method,
+        "max_rel_error": err,
+        "tolerance": tol,
+        "bytes_sent": int(sum(sent)),
+        "bytes_sent_per_rank": [int(s) for s in sent],
+        "messages": int(messages),
+        "peak_memory_bytes": int(peak),
+        "layouts": plan.describe(),
+        **({"level_bytes": _sum_levels(per_level)} if mesh.binding is not None else {}),
+    }, {"A": a, "B": b, "C": c}
+
+
+def _sum_levels(per_rank: list[dict]) -> dict:
+    """{level: bytes summed over ranks} in tree order (levels nothing crossed: 0)."""
+    from topology.tree import LEVELS
+
+    return {lv: int(sum(d.get(lv, 0) for d in per_rank)) for lv in LEVELS}
+
+
+def _max():
+    from mpi4py import MPI
+
+    return MPI.MAX
+
+
+def _timed(fn, comm, world, warmup: int, repeat: int, tracer=None):
+    """Run ``fn`` warmup + repeat times, barrier before and after each timed one.
+
+    With a tracer, warm-ups are not traced, a ``sync`` marker follows the first timed barrier
+    and each repetition is one ``multiply`` span."""
+    from mpi4py import MPI
+
+    out = None
+    comm.tracer = None
+    for _ in range(warmup):
+        comm.reset()
+        world.Barrier()
+        out = fn()
+    comm.tracer = tracer
+    times = []
+    for rep in range(repeat):
+        comm.reset()
+        world.Barrier()
+        t0 = MPI.Wtime()
+        if tracer is not None:
+            if rep == 0:
+                tracer.marker("sync")
+            with tracer.span("multiply", rep=rep):
+                out = fn()
+        else:
+            out = fn()
+        world.Barrier()
+        times.append(MPI.Wtime() - t0)
+    return times, out
+
+
+def dump(plan, mesh, blocks: dict, directory: str) -> None:
+    """Gather A, B and C on rank 0 and write them (each file replaced atomically)."""
+    from layouts.redistribute import gather
+
+    layouts = {"A": plan.A, "B": plan.B, "C": plan.C}
+    target = mesh
+    if mesh.binding is not None:  # bound layouts on the tree itself
+        from layouts import bind_layout
+
+        layouts = {n: bind_layout(lay, mesh.binding, mesh.tree) for n, lay in layouts.items()}
+        target = mesh.physical
+    gathered = {name: gather(block, layouts[name], target) for name, block in blocks.items()}
+    if mesh.comm.Get_rank() == 0:
+        os.makedirs(directory, exist_ok=True)
+        for name, arr in gathered.items():
+            save_npy_atomic(os.path.join(directory, f"{name}.npy"), arr)
