@@ -34,7 +34,7 @@ CASES = [  # (command, arguments); the issue's three cases first
     ("predict", ["tesseract", "--grid", "1,1,16", "--shape", CUBES[1048576], "--P", "16"]),
     ("predict", ["summa", "--shape", CUBES[65536], "--P", "4096"]),
     ("predict", ["t10", "--shape", CUBES[65536], "--P", "4096"]),
-    ("predict", ["cannon", "--shape", CUBES[1048576], "--P", "8192", "--grid", "64,128"]),
+    ("predict", ["summa", "--shape", CUBES[1048576], "--P", "8192"]),
     ("plan", ["--shape", CUBES[1048576], "--P", "64"]),
     ("plan", ["--shape", "65536,4096,65536", "--P", "512"]),
     ("plan", ["--shape", CUBES[8192], "--P", "1024"]),
