@@ -51,7 +51,7 @@ def plan(shape, P: int, *, grid=None, overlap: bool = True) -> Plan:
 
 def multiply(plan: Plan, comm, state) -> np.ndarray:
     a, b = state
-    c = np.empty((a.shape[0], b.shape[1]), dtype=a.dtype)
+    c = comm.empty((a.shape[0], b.shape[1]), a.dtype)
     return cannon_steps(comm, a, b, c, overlap=plan.overlap)
 
 

@@ -69,7 +69,7 @@ def plan(shape, P: int, *, grid=None, overlap: bool = True) -> Plan:
 
 def multiply(plan: Plan, comm, state) -> np.ndarray:
     a, b = state
-    c = np.empty((a.shape[0], b.shape[1]), dtype=a.dtype)
+    c = comm.empty((a.shape[0], b.shape[1]), a.dtype)
     c = cannon_steps(comm, a, b, c, overlap=plan.overlap)  # layer l: C over K slice l
     comm.step = None
     return comm.reduce_scatter(c, "z", dim=0)  # sum the layers; layer l keeps row piece l

@@ -11,6 +11,10 @@ Modes: ``execute=True`` moves data over MPI. ``execute=False`` ("compute-only") 
 loop with every communication a no-op that returns buffers of the right shape, so timing it
 measures the local GEMMs alone on the same ranks. ``execute=False, compute=False`` ("symbolic")
 skips the GEMMs too: the loop only records its schedule, with no MPI at all, for the cost model.
+A symbolic Comm touches no buffer memory: its work buffers (``scratch``, ``empty``, ``zeros``)
+and the results of its collectives are placeholders (algorithms/symbolic.py), and the local
+arithmetic loops do between operations goes through ``add``, which it skips; so its cost does
+not depend on the matrix sizes.
 
 Non-blocking operations return a :class:`Pending`; its ``wait()`` appends a ``wait`` event naming
 the operation, so the schedule says when overlapped communication had to be complete.
@@ -26,7 +30,6 @@ import contextlib
 import itertools
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,37 +37,8 @@ from topology import Mesh, radix
 
 from .events import COMM_KINDS, Event
 from .levels import LinkClock, TreeLevels, hold_until
-
-
-@dataclass
-class Pending:
-    """Non-blocking operation(s) in flight; ``wait()`` completes them and returns the result."""
-
-    requests: list = field(default_factory=list)
-    result: object = None
-    finish: object = None  # callable run after completion (e.g. a local reduction)
-    comm: Comm | None = None
-    event: int | None = None  # index of the issuing event in comm.events
-    issued: float = 0.0  # trace time of issue
-    hold: float = 0.0  # link emulation: the op may not complete before this perf_counter time
-
-    def wait(self):
-        comm, self.comm = self.comm, None
-        start = comm.tracer.now() if comm is not None and comm.tracer is not None else 0.0
-        if self.requests:
-            from mpi4py import MPI
-
-            MPI.Request.Waitall(self.requests)
-            self.requests = []
-        if self.finish is not None:
-            self.result = self.finish()
-            self.finish = None
-        hold_until(self.hold)
-        self.hold = 0.0
-        if comm is not None:
-            comm._waited(self, start)
-        return self.result
-
+from .pending import Pending
+from .symbolic import placeholder, reshaped
 
 _CHUNKS = 8  # GEMM row chunks between progress polls when messages are in flight
 
@@ -96,7 +70,9 @@ class Comm:
         self.tracer = tracer
         self.events: list[Event] = []
         self.step: int | None = None
+        self.symbolic = not execute and not compute
         self._scratch: dict = {}
+        self._groups: dict = {}  # axes -> (axes tuple, group size, this rank's rank in the group)
 
     # -- bookkeeping ------------------------------------------------------------------------
     def scratch(self, name: str, like: np.ndarray) -> np.ndarray:
@@ -105,8 +81,22 @@ class Comm:
         key = (name, like.shape, like.dtype.str)
         buf = self._scratch.get(key)
         if buf is None:
-            buf = self._scratch[key] = np.zeros_like(like)
+            buf = self._scratch[key] = self.zeros(like.shape, like.dtype)
         return buf
+
+    def empty(self, shape, dtype) -> np.ndarray:
+        """A buffer whose contents the loop overwrites (a placeholder when symbolic)."""
+        return placeholder(shape, dtype) if self.symbolic else np.empty(shape, dtype=dtype)
+
+    def zeros(self, shape, dtype) -> np.ndarray:
+        return placeholder(shape, dtype) if self.symbolic else np.zeros(shape, dtype=dtype)
+
+    def add(self, out: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """``out += x``, local arithmetic between operations: skipped when nothing is computed
+        (it records no event; the schedules have always left it out)."""
+        if self.compute:
+            out += x
+        return out
 
     def reset(self) -> None:
         self.events = []
@@ -169,11 +159,19 @@ class Comm:
             )
 
     def _group(self, axes: Sequence[str]) -> tuple[tuple[str, ...], int]:
-        axes = (axes,) if isinstance(axes, str) else tuple(axes)
-        g = 1
-        for a in axes:
-            g *= self.mesh.sizes[a]
-        return axes, g
+        return self._group_of(axes)[:2]
+
+    def _group_of(self, axes) -> tuple[tuple[str, ...], int, int]:
+        """(axes, group size, this rank's rank in the group), computed once per axes."""
+        key = axes if isinstance(axes, str) else tuple(axes)
+        found = self._groups.get(key)
+        if found is None:
+            names = (key,) if isinstance(key, str) else key
+            g = 1
+            for a in names:
+                g *= self.mesh.sizes[a]
+            found = self._groups[key] = (names, g, _sub_rank(self.mesh, names))
+        return found
 
     # -- point to point ---------------------------------------------------------------------
     def ishift(self, buf: np.ndarray, axis: str, disp: int, out: np.ndarray) -> Pending:
@@ -230,10 +228,10 @@ class Comm:
     # -- collectives ------------------------------------------------------------------------
     def ibcast(self, buf: np.ndarray, root: int, axes, blocking: bool = False) -> Pending:
         """Broadcast ``buf`` (in place) from ``root`` (rank within the sub-communicator)."""
-        axes, g = self._group(axes)
+        axes, g, me = self._group_of(axes)
         if g == 1:
             return Pending(result=buf)
-        is_root = _sub_rank(self.mesh, axes) == root
+        is_root = me == root
         ev = self._record(
             kind="bcast",
             axes=axes,
@@ -272,19 +270,19 @@ class Comm:
             sent=buf.nbytes * (g - 1),
             messages=g - 1,
         )
-        out = (np.empty if self.execute else np.zeros)((g,) + buf.shape, dtype=buf.dtype)
+        out = (np.empty if self.execute else self.zeros)((g,) + buf.shape, dtype=buf.dtype)
         if self.execute:
             with self.span("allgather", axes=",".join(axes), bytes=buf.nbytes):
                 started = time.perf_counter()
                 self.mesh.sub(*axes).Allgather(np.ascontiguousarray(buf), out)
                 hold_until(self._hold(ev, started))
         if dim == 0:
-            return out.reshape((g * buf.shape[0],) + buf.shape[1:])
+            return reshaped(out, (g * buf.shape[0],) + buf.shape[1:])
         self._record(kind="copy", nbytes=out.nbytes)  # concatenating along dim is a local copy
         if not self.execute:
             shape = list(buf.shape)
             shape[dim] *= g
-            return np.zeros(shape, dtype=buf.dtype)
+            return self.zeros(shape, buf.dtype)
         return np.concatenate(list(out), axis=dim)
 
     def reduce_scatter(self, buf: np.ndarray, axes, dim: int = 0) -> np.ndarray:
@@ -307,7 +305,7 @@ class Comm:
         if not self.execute:
             shape = list(buf.shape)
             shape[dim] //= g
-            return np.zeros(shape, dtype=buf.dtype)
+            return self.zeros(shape, buf.dtype)
         pieces = np.ascontiguousarray(
             np.moveaxis(
                 buf.reshape(buf.shape[:dim] + (g, buf.shape[dim] // g) + buf.shape[dim + 1 :]),

@@ -20,6 +20,7 @@ from topology import AbstractMesh
 
 from .plan import Plan, ceil_to, check_grid, check_positive, check_shape, factor_pairs
 from .spec import GRID, Algorithm, Option, cube_side
+from .symbolic import is_placeholder, placeholder, reshaped
 
 NAME = "summa"
 
@@ -68,13 +69,17 @@ def plan(shape, P: int, *, grid=None, panel: int | None = None, overlap: bool = 
 
 def prepare(plan: Plan, a: np.ndarray, b: np.ndarray, coords):
     w = plan.params["panel"]
-    a_panels = to_memory(plan.A, a).reshape(-1, a.shape[0], w)  # (panels, m, w), as laid out
-    return a_panels, b.reshape(-1, w, b.shape[1])  # B's row panels are contiguous already
+    if is_placeholder(a):  # symbolic: the same shapes, nothing laid out
+        a_memory = placeholder((plan.A.local_size,), a.dtype)
+    else:
+        a_memory = to_memory(plan.A, a)
+    a_panels = reshaped(a_memory, (-1, a.shape[0], w))  # (panels, m, w), as laid out
+    return a_panels, reshaped(b, (-1, w, b.shape[1]))  # B's row panels are contiguous already
 
 
 def multiply(plan: Plan, comm, state) -> np.ndarray:
     a, b = state
-    c = np.empty((a.shape[1], b.shape[2]), dtype=a.dtype)
+    c = comm.empty((a.shape[1], b.shape[2]), a.dtype)
     return summa_panels(comm, a, b, c, overlap=plan.overlap)
 
 

@@ -78,7 +78,7 @@ def plan(shape, P: int, *, grid=None, panel: int | None = None, overlap: bool = 
 
 def multiply(plan: Plan, comm, state) -> np.ndarray:
     a, b = state
-    c = np.empty((a.shape[1], b.shape[2]), dtype=a.dtype)
+    c = comm.empty((a.shape[1], b.shape[2]), a.dtype)
     c = summa_panels(comm, a, b, c, overlap=plan.overlap)  # layer l: C over K slice l
     comm.step = None
     return comm.reduce_scatter(c, "z", dim=0)  # sum the layers; layer l keeps row piece l

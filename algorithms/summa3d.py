@@ -70,7 +70,7 @@ def multiply(plan: Plan, comm, state) -> np.ndarray:
     a = comm.allgather(a, "y", dim=1)  # A[i, K slice l]
     if not plan.overlap:
         b = comm.allgather(b, "x", dim=1)  # B[K slice l, N block j]
-        c = comm.gemm(a, b, np.empty((a.shape[0], b.shape[1]), dtype=a.dtype), accumulate=False)
+        c = comm.gemm(a, b, comm.empty((a.shape[0], b.shape[1]), a.dtype), accumulate=False)
         return comm.reduce_scatter(c, "z", dim=1)  # C[i, j*p + l]
     b = comm.allgather(b[None], "x", dim=0)  # the p N pieces of B[K slice l, N block j]
     return _ring_reduce_scatter(comm, a, b)
@@ -79,8 +79,8 @@ def multiply(plan: Plan, comm, state) -> np.ndarray:
 def _ring_reduce_scatter(comm, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Sum over z of ``a @ b[q]`` for this rank's piece q = l, each GEMM overlapping a hop."""
     p, layer = comm.mesh.sizes["z"], comm.mesh.coords["z"]  # p and l
-    # zeros, not empty: a symbolic run (no GEMMs) still adds these, and must add finite values
-    parts = [np.zeros((a.shape[0], b.shape[2]), dtype=a.dtype) for _ in range(min(p, 2))]
+    # zeros, not empty: a compute-only run adds these to what it "received" (its own part)
+    parts = [comm.zeros((a.shape[0], b.shape[2]), a.dtype) for _ in range(min(p, 2))]
     inbox = comm.scratch("summa3d.inbox", parts[0])
     sending = ()
     for s in range(p):
@@ -88,7 +88,7 @@ def _ring_reduce_scatter(comm, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         part = parts[s % 2]
         comm.gemm(a, b[(layer - 1 - s) % p], part, accumulate=False, progress=sending)
         if sending:
-            part += sending[0].wait()  # the running sum of this piece from the rank behind
+            comm.add(part, sending[0].wait())  # the running sum of this piece from behind
         if s < p - 1:
             sending = (comm.ishift(part, "z", 1, inbox),)
     return part

@@ -57,6 +57,7 @@ from .cannon import stated_cost as cannon_cost
 from .comm import Pending
 from .plan import Plan, PlanError, ceil_to, check_shape
 from .spec import Algorithm, Option
+from .symbolic import is_placeholder
 
 NAME = "t10"
 
@@ -172,11 +173,15 @@ def prepare(plan: Plan, a: np.ndarray, b: np.ndarray, coords) -> tuple:
 def _units(block: np.ndarray, layout, coords, head: int, u: int, axis: int) -> tuple:
     chunks = sorted(time_chunks(layout, coords))  # held order: increasing chunk
     L = max(layout.time_size, 1)
-    pieces = {
-        c: np.ascontiguousarray(np.take(block, range(i * u, (i + 1) * u), axis=axis))
-        for i, c in enumerate(chunks)
-    }
+    pieces = {c: _unit(block, i, u, axis) for i, c in enumerate(chunks)}
     return tuple(pieces[c] for c in sorted(chunks, key=lambda c: (c - head) % L))
+
+
+def _unit(block: np.ndarray, i: int, u: int, axis: int) -> np.ndarray:
+    """Unit i (u columns of A / rows of B) as a contiguous copy; a placeholder's is a view."""
+    if is_placeholder(block):
+        return block[:, i * u : (i + 1) * u] if axis == 1 else block[i * u : (i + 1) * u]
+    return np.ascontiguousarray(np.take(block, range(i * u, (i + 1) * u), axis=axis))
 
 
 class _Ring:
@@ -234,7 +239,7 @@ def multiply(plan: Plan, comm, state) -> np.ndarray:
     rp, steps, L = plan.params["pace"], plan.params["steps"], plan.params["units"]
     A = _Ring(a_window, "n", L)  # A[a, c] rotates among the F_n cores along n
     B = _Ring(b_window, "m", L)  # B[c, b] among the F_m cores along m
-    c = np.empty((a_window[0].shape[0], b_window[0].shape[1]), dtype=a_window[0].dtype)
+    c = comm.empty((a_window[0].shape[0], b_window[0].shape[1]), a_window[0].dtype)
     tmp = comm.scratch("t10.tmp", c)
     for t in range(steps):
         comm.step = t

@@ -81,7 +81,7 @@ def plan(shape, P: int, *, grid=None, panel: int | None = None, overlap: bool = 
 
 def multiply(plan: Plan, comm, state) -> np.ndarray:
     a, b = state
-    c = np.empty((a.shape[1], b.shape[2]), dtype=a.dtype)
+    c = comm.empty((a.shape[1], b.shape[2]), a.dtype)
     # Layer z runs SUMMA on its rows: the y and x sub-communicators never leave the layer.
     return summa_panels(comm, a, b, c, overlap=plan.overlap, a_axis="y", b_axis="x")
 

@@ -1,6 +1,8 @@
 """THE symbolic schedule: the events a rank issues in one multiplication, from the algorithm's
 own ``multiply`` loop on a communication layer that records and moves nothing (no MPI, no
-GEMMs). `distmm run` (its byte check), `distmm predict` and `distmm plan` all price this.
+GEMMs), over placeholder blocks (algorithms/symbolic.py): no buffer of the real size is made, so
+the cost does not grow with the matrices. `distmm run` (its byte check), `distmm predict` and
+`distmm plan` all price this.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ import numpy as np
 
 from algorithms.comm import Comm
 from algorithms.events import Event
+from algorithms.symbolic import placeholder
 
 
 def schedule(
@@ -27,8 +30,7 @@ def schedule(
     keeps across calls) reuses the prepared state and the symbolic Comm of a plan with the same
     A and B layouts, mesh and binding (and algorithm, parameters, rank, dtype and tree): prepare
     does not depend on overlap, and a symbolic multiply only reads shapes, so plans that differ
-    in overlap alone share them. The cache holds each plan's (zero) blocks: a planner keeps one
-    per set of options, not one for its whole search.
+    in overlap alone share them.
     """
     key = (
         str(plan.A),
@@ -43,8 +45,8 @@ def schedule(
     )
     if cache is None or key not in cache:
         view = plan.mesh.at(rank, binding, tree)
-        a = np.zeros(plan.A.block_shape, dtype=dtype)
-        b = np.zeros(plan.B.block_shape, dtype=dtype)
+        a = placeholder(plan.A.block_shape, dtype)
+        b = placeholder(plan.B.block_shape, dtype)
         state = (
             Comm(view, execute=False, compute=False),
             algorithm.prepare(plan, a, b, view.coords),

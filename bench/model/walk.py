@@ -53,43 +53,46 @@ def predict(
     t = channel = 0.0
     done: dict[int, float] = {}
     phases: dict[str, float] = defaultdict(float)
+    prices: dict = {}  # one price per distinct operation: schedules repeat a few many times
+    flops = sent = messages = 0
     for i, e in enumerate(events):
-        if e.kind == "gemm":
-            d = profile.gemm_seconds(*e.shape, dtype) * slow
-            t += d
-            phases["gemm"] += d
-        elif e.kind == "copy":
-            d = e.nbytes / profile.copy_bandwidth * slow
-            t += d
-            phases["copy"] += d
-        elif e.kind == "wait":
+        kind = e.kind
+        flops += e.flops
+        sent += e.sent
+        messages += e.messages
+        if kind == "wait":
             end = max(done.get(j, t) for j in e.waits)
             if end > t:
                 phases[events[e.waits[0]].kind] += end - t
                 t = end
+            continue
+        key = (kind, e.shape, e.nbytes, e.group, e.phase_level)
+        price = prices.get(key)
+        if price is None:
+            price = prices[key] = _price(e, profile, dtype, slow, overlap, links)
+        d, hides = price
+        if kind == "gemm" or kind == "copy":
+            t += d
+            phases[kind] += d
+        elif e.overlapped and hides:
+            start = max(t, channel)
+            channel = done[i] = start + d
         else:
-            if links is not None and e.phase_level is not None:
-                cost = links.collective(e.kind, e.nbytes, e.group, e.phase_level)
-                hides = True
-            else:
-                cost = profile.collective(e.kind, e.nbytes, e.group) * slow
-                hides = overlap
-            if e.overlapped and hides:
-                start = max(t, channel)
-                channel = done[i] = start + cost
-            else:
-                start = max(t, channel)
-                phases[e.kind] += start + cost - t
-                t = channel = done[i] = start + cost
-    return Prediction(
-        t,
-        dict(phases),
-        sum(e.flops for e in events),
-        sum(e.sent for e in events),
-        sum(e.messages for e in events),
-        slow,
-        level_bytes(events),
-    )
+            start = max(t, channel)
+            phases[kind] += start + d - t
+            t = channel = done[i] = start + d
+    return Prediction(t, dict(phases), flops, sent, messages, slow, level_bytes(events))
+
+
+def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, links):
+    """(seconds, whether it can hide behind computation when issued non-blocking)."""
+    if e.kind == "gemm":
+        return profile.gemm_seconds(*e.shape, dtype) * slow, False
+    if e.kind == "copy":
+        return e.nbytes / profile.copy_bandwidth * slow, False
+    if links is not None and e.phase_level is not None:
+        return links.collective(e.kind, e.nbytes, e.group, e.phase_level), True
+    return profile.collective(e.kind, e.nbytes, e.group) * slow, overlap
 
 
 __all__ = ["Prediction", "predict"]
