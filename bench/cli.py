@@ -22,6 +22,7 @@ SUBCOMMANDS = {
     "analyze": ("bench.analyze_cmd", "compare a traced run with the model, phase by phase"),
     "sweep": ("bench.sweep_cmd", "run a scaling sweep under mpiexec into a results table"),
     "report": ("bench.report_cmd", "plots and a report (Markdown, HTML) from a results table"),
+    "compare": ("bench.compare_cmd", "is NEW faster or slower than OLD? (two results tables)"),
 }
 
 

@@ -1,0 +1,246 @@
+"""Two results tables compared configuration by configuration (the library of `distmm compare`).
+
+A results table is the CSV `distmm sweep` writes. Its ``samples`` column holds every timed
+repetition of a run as a JSON list of seconds (``[0.0123, 0.0119, ...]``); a table without it (or
+a row with the cell empty) falls back to ``seconds_min``, ``seconds`` and ``seconds_max`` as three
+samples, which no rank test can find significant (see :mod:`bench.stats`). Only rows with status
+``ok`` count. Rows are matched on :data:`KEY_COLUMNS`; several ok rows of one configuration in one
+table (e.g. two sweeps appended to one file) have their samples pooled.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .stats import can_be_significant, median_ci, ratio_ci, significant
+
+KEY_COLUMNS = ("algo", "P", "M", "K", "N", "dtype", "topology", "grid", "params")
+REQUIRED_COLUMNS = ("status", "algo", "P", "M", "K", "N")
+SAMPLES_COLUMN = "samples"
+FALLBACK_COLUMNS = ("seconds_min", "seconds", "seconds_max")
+
+FASTER, SLOWER, SAME = "faster", "slower", "no significant difference"
+ONLY_OLD, ONLY_NEW = "only in old", "only in new"
+VERDICTS = (SLOWER, FASTER, SAME, ONLY_OLD, ONLY_NEW)
+
+
+class TableError(ValueError):
+    """A file that cannot be read as a results table; the message names the file."""
+
+
+@dataclass(frozen=True)
+class Table:
+    path: str
+    samples: dict[tuple[str, ...], tuple[float, ...]]  # ok rows' samples by configuration
+    fallback: int  # configurations whose samples are seconds_min, seconds, seconds_max
+    pooled: int  # configurations with more than one ok row
+
+
+@dataclass(frozen=True)
+class Change:
+    config: tuple[str, ...]  # the values of KEY_COLUMNS
+    verdict: str
+    old: tuple[float, ...] = ()
+    new: tuple[float, ...] = ()
+    old_median: float | None = None
+    new_median: float | None = None
+    ratio: float | None = None  # median(new) / median(old)
+    low: float | None = None  # the ratio's interval
+    high: float | None = None
+    p_value: float | None = None
+    testable: bool = True  # False: too few samples for any p below alpha
+
+    @property
+    def label(self) -> str:
+        return config_label(self.config)
+
+    def as_dict(self) -> dict:
+        out = asdict(self)
+        out["config"] = dict(zip(KEY_COLUMNS, self.config, strict=True))
+        out.update(label=self.label, old=list(self.old), new=list(self.new))
+        return out
+
+
+def _normal(column: str, value: str | None) -> str:
+    """One spelling per value, so tables written by different versions still match."""
+    value = (value or "").strip()
+    if column in ("P", "M", "K", "N"):
+        try:
+            return str(int(float(value)))
+        except ValueError:
+            return value
+    if column == "params":
+        try:
+            return json.dumps(json.loads(value or "{}"), sort_keys=True)
+        except ValueError:
+            return value
+    return value
+
+
+def config_label(config: tuple[str, ...]) -> str:
+    """``cannon P=4 1536x1536x1536 float32 2x2 panel=64 @mncore:2,2,2,2`` (empty parts left out)."""
+    c = dict(zip(KEY_COLUMNS, config, strict=True))
+    parts = [c["algo"], f"P={c['P']}", f"{c['M']}x{c['K']}x{c['N']}", c["dtype"], c["grid"]]
+    try:
+        params = json.loads(c["params"])
+        parts += [f"{k}={v}" for k, v in params.items()] if isinstance(params, dict) else []
+    except ValueError:
+        parts.append(c["params"])
+    if c["topology"]:
+        parts.append(f"@{c['topology']}")
+    return " ".join(p for p in parts if p)
+
+
+def _row_samples(row: dict, where: str) -> tuple[list[float], bool]:
+    """(samples, fell back to the three summary times)."""
+    text = (row.get(SAMPLES_COLUMN) or "").strip()
+    if text:
+        try:
+            values = json.loads(text)
+            samples = [float(v) for v in values] if isinstance(values, list) else []
+        except (ValueError, TypeError):
+            samples = []
+        if not samples or not all(math.isfinite(v) and v > 0 for v in samples):
+            raise TableError(f"{where}: samples is not a JSON list of positive seconds")
+        return samples, False
+    try:
+        samples = [float(row[c]) for c in FALLBACK_COLUMNS if (row.get(c) or "").strip()]
+    except ValueError:
+        raise TableError(f"{where}: a seconds column is not a number") from None
+    if not samples:
+        raise TableError(f"{where}: an ok row without samples or seconds")
+    if not all(math.isfinite(v) and v > 0 for v in samples):
+        raise TableError(f"{where}: seconds must be positive numbers")
+    return samples, True
+
+
+def read_table(path: str | Path) -> Table:
+    """The ok rows of a results table, as samples by configuration. Raises TableError."""
+    path = Path(path)
+    try:
+        with open(path, newline="") as fh:
+            reader = csv.DictReader(fh)
+            header = reader.fieldnames or []
+            missing = [c for c in REQUIRED_COLUMNS if c not in header]
+            if not header or missing:
+                raise TableError(f"{path} is not a results table (no column {', '.join(missing)})")
+            if SAMPLES_COLUMN not in header and "seconds" not in header:
+                raise TableError(f"{path} is not a results table (no samples or seconds column)")
+            rows = list(reader)
+    except FileNotFoundError:
+        raise TableError(f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise TableError(f"{path} is a directory, not a results table") from None
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise TableError(f"{path} is not a results table ({err})") from None
+    samples: dict[tuple[str, ...], list[float]] = {}
+    fallback: set[tuple[str, ...]] = set()
+    rows_per: dict[tuple[str, ...], int] = {}
+    for line, row in enumerate(rows, start=2):
+        if (row.get("status") or "").strip() != "ok":
+            continue
+        config = tuple(_normal(c, row.get(c)) for c in KEY_COLUMNS)
+        values, fell_back = _row_samples(row, f"{path} line {line}")
+        samples.setdefault(config, []).extend(values)
+        rows_per[config] = rows_per.get(config, 0) + 1
+        if fell_back:
+            fallback.add(config)
+    return Table(
+        path=str(path),
+        samples={k: tuple(v) for k, v in samples.items()},
+        fallback=len(fallback),
+        pooled=sum(1 for n in rows_per.values() if n > 1),
+    )
+
+
+def compare_samples(
+    config: tuple[str, ...],
+    old: tuple[float, ...],
+    new: tuple[float, ...],
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+) -> Change:
+    """One configuration's change: medians, ratio with its interval, Mann-Whitney p, verdict."""
+    if not new:
+        return Change(config, ONLY_OLD, old=old, old_median=median_ci(old, confidence)[0])
+    if not old:
+        return Change(config, ONLY_NEW, new=new, new_median=median_ci(new, confidence)[0])
+    ratio, low, high = ratio_ci(old, new, confidence)
+    p, is_significant = significant(old, new, alpha)
+    verdict = (SLOWER if ratio > 1 else FASTER) if is_significant and ratio != 1 else SAME
+    return Change(
+        config,
+        verdict,
+        old=old,
+        new=new,
+        old_median=median_ci(old, confidence)[0],
+        new_median=median_ci(new, confidence)[0],
+        ratio=ratio,
+        low=low,
+        high=high,
+        p_value=p,
+        testable=can_be_significant(len(old), len(new), alpha),
+    )
+
+
+def compare(old: Table, new: Table, alpha: float = 0.05, confidence: float = 0.95) -> list[Change]:
+    """Every configuration of either table: OLD's order first, then those only in NEW."""
+    configs = list(old.samples) + [c for c in new.samples if c not in old.samples]
+    return [
+        compare_samples(c, old.samples.get(c, ()), new.samples.get(c, ()), alpha, confidence)
+        for c in configs
+    ]
+
+
+def summarize(changes: list[Change]) -> dict:
+    """Counts per verdict, configurations in both, untestable ones, geometric mean of ratios."""
+    both = [c for c in changes if c.ratio is not None]
+    counts = {v: sum(1 for c in changes if c.verdict == v) for v in VERDICTS}
+    geomean = math.exp(sum(math.log(c.ratio) for c in both) / len(both)) if both else None
+    return {
+        "in_both": len(both),
+        "counts": counts,
+        "untestable": sum(1 for c in both if not c.testable),
+        "geometric_mean_ratio": geomean,
+    }
+
+
+def slower_above(changes: list[Change], percent: float) -> list[Change]:
+    """Configurations significantly slower with a ratio of medians above 1 + percent / 100."""
+    return [c for c in changes if c.verdict == SLOWER and (c.ratio - 1) * 100 > percent]
+
+
+_COLOURS = {SLOWER: "tab:red", FASTER: "tab:green", SAME: "tab:gray"}
+
+
+def plot_changes(changes: list[Change], path: str | Path, title: str = "") -> None:
+    """One point per configuration in both tables: ratio of medians with its interval, line at 1.
+
+    Written to a temporary name and renamed, so an interrupted plot never leaves half a file.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    both = [c for c in changes if c.ratio is not None]
+    fig = Figure(figsize=(10, 1.2 + 0.32 * max(1, len(both))), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for y, c in enumerate(reversed(both)):
+        err = [[c.ratio - c.low], [c.high - c.ratio]]
+        ax.errorbar(c.ratio, y, xerr=err, fmt="o", capsize=3, color=_COLOURS[c.verdict])
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_yticks(range(len(both)), [c.label for c in reversed(both)], fontsize=8)
+    ax.set_ylim(-0.7, len(both) - 0.3)
+    ax.set_xlabel("median new / median old (bootstrap interval); right of 1 = slower")
+    handles = [ax.scatter([], [], color=col, label=v) for v, col in _COLOURS.items()]
+    ax.legend(handles=handles, fontsize=8, loc="best")
+    ax.set_title(title, fontsize=9)
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(tmp, format=path.suffix.lstrip(".") or "png", dpi=120)
+    os.replace(tmp, path)

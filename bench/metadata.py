@@ -1,0 +1,180 @@
+"""What every run record carries about the machine, the software and the checkout it ran from.
+
+:func:`collect` never starts MPI: it reads the MPI library's version only if this process has
+already loaded ``mpi4py.MPI`` (``mpi_library`` is "" otherwise), and gathers host names only when
+given a communicator (a collective: every rank of ``world`` must call it). :func:`as_row` turns
+the record into CSV-safe strings; :func:`clean` is the rule for any string that goes into a CSV.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+KEYS = (
+    "cpu_model",
+    "cores",
+    "memory_bytes",
+    "blas",
+    "numpy",
+    "mpi4py",
+    "mpi_library",
+    "python",
+    "hosts",
+    "nodes",
+    "ranks",
+    "ranks_per_node",
+    "git_commit",
+    "git_dirty",
+    "command",
+)
+_ROOT = Path(__file__).resolve().parent.parent  # the checkout holding this package
+
+
+def clean(text: object) -> str:
+    """``text`` as one CSV-safe line: NUL bytes removed, other control characters (newlines,
+    tabs, carriage returns) turned into spaces, surrounding whitespace stripped.
+
+    Open MPI's ``MPI.Get_library_version()`` ends in a NUL byte; error messages hold newlines.
+    """
+    text = str(text).replace("\x00", "")
+    return "".join(" " if ord(ch) < 32 or ord(ch) == 127 else ch for ch in text).strip()
+
+
+def cpu_model() -> str:
+    """The ``model name`` of /proc/cpuinfo, or platform.processor() / machine() elsewhere."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Model", "cpu model") and value.strip():
+                    return clean(value)
+    except OSError:
+        pass
+    return clean(platform.processor() or platform.machine())
+
+
+def cores() -> int:
+    """Cores this process may run on (its affinity mask), not the machine's total."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def memory_bytes() -> int | None:
+    """Physical memory of this node, or None where sysconf does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def blas() -> dict:
+    """The BLAS NumPy calls: {internal_api, version, num_threads} from threadpoolctl ({} if none).
+
+    SciPy may load a BLAS of its own; the one inside NumPy's wheel (or the first found) is used.
+    """
+    import numpy  # noqa: F401  (loads NumPy's BLAS so that threadpoolctl can see it)
+    from threadpoolctl import threadpool_info
+
+    found = [lib for lib in threadpool_info() if lib.get("user_api") == "blas"]
+    if not found:
+        return {}
+    lib = next((x for x in found if "numpy" in str(x.get("filepath", ""))), found[0])
+    return {
+        "internal_api": clean(lib.get("internal_api", "")),
+        "version": clean(lib.get("version") or ""),
+        "num_threads": lib.get("num_threads"),
+    }
+
+
+def mpi_library() -> str:
+    """First line of MPI.Get_library_version(), cleaned; "" if mpi4py.MPI is not loaded."""
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is None:
+        return ""
+    lines = mpi.Get_library_version().replace("\x00", "").strip().splitlines()
+    return clean(lines[0]) if lines else ""
+
+
+def _git(*argv: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *argv], capture_output=True, text=True, timeout=10, cwd=_ROOT)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def git_state() -> tuple[str, bool | str]:
+    """(short commit, uncommitted changes?) of the checkout this package runs from.
+
+    ("", "") when the package is not the top of a git work tree (e.g. installed into a virtual
+    environment that happens to sit inside a checkout). Untracked files count as changes.
+    """
+    top = _git("rev-parse", "--show-toplevel")
+    if top is None or Path(top.strip()).resolve() != _ROOT:
+        return "", ""
+    commit = (_git("rev-parse", "--short", "HEAD") or "").strip()
+    status = _git("status", "--porcelain")
+    return commit, ("" if status is None else bool(status.strip()))
+
+
+def _hosts(world) -> tuple[list[str], int, int]:
+    """(distinct host names in rank order, ranks, ranks on the busiest node)."""
+    names = [socket.gethostname()] if world is None else list(world.allgather(socket.gethostname()))
+    distinct = list(dict.fromkeys(names))
+    return distinct, len(names), max(names.count(h) for h in distinct)
+
+
+def collect(world=None) -> dict:
+    """The metadata of a run, keys :data:`KEYS`. With a communicator, every rank must call it.
+
+    Without ``world`` the host facts describe this process alone (one host, one rank).
+    ``ranks_per_node`` is the number of ranks on the busiest node.
+    """
+    import mpi4py
+    import numpy
+
+    hosts, ranks, per_node = _hosts(world)
+    commit, dirty = git_state()
+    return {
+        "cpu_model": cpu_model(),
+        "cores": cores(),
+        "memory_bytes": memory_bytes(),
+        "blas": blas(),
+        "numpy": numpy.__version__,
+        "mpi4py": mpi4py.__version__,
+        "mpi_library": mpi_library(),
+        "python": platform.python_version(),
+        "hosts": hosts,
+        "nodes": len(hosts),
+        "ranks": ranks,
+        "ranks_per_node": per_node,
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "command": clean(shlex.join(sys.argv)),
+    }
+
+
+def as_row(meta: dict) -> dict[str, str]:
+    """The record as CSV cells: lists and dicts as compact JSON, None as "", all :func:`clean`.
+
+    ``blas`` becomes e.g. ``{"internal_api": "openblas", "num_threads": 1, "version": "0.3.29"}``.
+    """
+    out = {}
+    for key, value in meta.items():
+        if value is None:
+            text = ""
+        elif isinstance(value, (list, dict)):
+            text = json.dumps(value, sort_keys=True)
+        else:
+            text = str(value)
+        out[key] = clean(text)
+    return out

@@ -1,0 +1,60 @@
+"""bench.metadata without MPI: the keys, clean strings, host facts from a communicator."""
+
+from __future__ import annotations
+
+import sys
+
+from bench.metadata import KEYS, as_row, clean, collect
+
+
+class _World:
+    """Stands in for a communicator: allgather returns these host names."""
+
+    def __init__(self, names: list[str]):
+        self.names = names
+
+    def allgather(self, _value):
+        return list(self.names)
+
+
+def test_clean_strips_nul_and_newlines():
+    assert clean("Open MPI v4.1.6, package: Open MPI\x00") == "Open MPI v4.1.6, package: Open MPI"
+    assert clean("line one\nline two\r\n\tend \x00") == "line one line two   end"
+    assert clean(3) == "3"
+
+
+def test_collect_without_mpi_has_every_key():
+    meta = collect()
+    assert tuple(meta) == KEYS
+    assert meta["cores"] >= 1 and meta["nodes"] == 1 and meta["ranks"] == 1
+    assert meta["ranks_per_node"] == 1 and len(meta["hosts"]) == 1
+    assert meta["cpu_model"] and meta["python"].count(".") == 2
+    assert meta["memory_bytes"] is None or meta["memory_bytes"] > 2**20
+    assert set(meta["blas"]) in ({"internal_api", "version", "num_threads"}, set())
+    assert meta["git_dirty"] in (True, False, "")
+    if "mpi4py.MPI" not in sys.modules:
+        assert meta["mpi_library"] == ""  # collect never starts MPI
+
+
+def test_row_cells_are_csv_safe():
+    row = as_row(collect())
+    assert set(row) == set(KEYS)
+    assert all(isinstance(v, str) and "\x00" not in v and "\n" not in v for v in row.values())
+
+
+def test_hosts_from_a_communicator():
+    meta = collect(_World(["n1", "n1", "n1", "n2", "n2", "n2", "n2"]))
+    assert meta["hosts"] == ["n1", "n2"]
+    assert (meta["nodes"], meta["ranks"], meta["ranks_per_node"]) == (2, 7, 4)
+
+
+def test_open_mpi_version_loses_its_nul_byte(monkeypatch):
+    class _MPI:
+        @staticmethod
+        def Get_library_version():
+            return "Open MPI v4.1.6, package: Open MPI, ident: 4.1.6, Sep 30, 2023\x00"
+
+    monkeypatch.setitem(sys.modules, "mpi4py.MPI", _MPI)
+    assert (
+        collect()["mpi_library"] == "Open MPI v4.1.6, package: Open MPI, ident: 4.1.6, Sep 30, 2023"
+    )
