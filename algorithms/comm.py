@@ -174,22 +174,29 @@ class Comm:
         return found
 
     # -- point to point ---------------------------------------------------------------------
-    def ishift(self, buf: np.ndarray, axis: str, disp: int, out: np.ndarray) -> Pending:
-        """Send ``buf`` ``disp`` places along the ring ``axis``; receive into ``out`` from the
-        rank ``disp`` places behind. Returns a Pending whose result is ``out``."""
+    def _shift_event(self, buf: np.ndarray, axis: str, disp: int, overlapped: bool):
+        """Record a ring shift of ``buf`` by ``disp`` along ``axis``; None when nothing moves
+        (a ring of one, or a whole turn)."""
         (axis,), g = self._group(axis)
         if g == 1 or disp % g == 0:
-            return Pending(result=buf)
-        ev = self._record(
+            return None
+        return self._record(
             kind="shift",
             axes=(axis,),
             group=g,
             nbytes=buf.nbytes,
             sent=buf.nbytes,
             messages=1,
-            overlapped=True,
+            overlapped=overlapped,
             disp=disp,
         )
+
+    def ishift(self, buf: np.ndarray, axis: str, disp: int, out: np.ndarray) -> Pending:
+        """Send ``buf`` ``disp`` places along the ring ``axis``; receive into ``out`` from the
+        rank ``disp`` places behind. Returns a Pending whose result is ``out``."""
+        ev = self._shift_event(buf, axis, disp, overlapped=True)
+        if ev is None:
+            return Pending(result=buf)
         if not self.execute:
             return self._pending([], buf)
         started = time.perf_counter()
@@ -202,18 +209,9 @@ class Comm:
 
     def shift(self, buf: np.ndarray, axis: str, disp: int, out: np.ndarray) -> np.ndarray:
         """Blocking ring shift (Sendrecv); returns the array now holding the received data."""
-        (axis,), g = self._group(axis)
-        if g == 1 or disp % g == 0:
+        ev = self._shift_event(buf, axis, disp, overlapped=False)
+        if ev is None:
             return buf
-        ev = self._record(
-            kind="shift",
-            axes=(axis,),
-            group=g,
-            nbytes=buf.nbytes,
-            sent=buf.nbytes,
-            messages=1,
-            disp=disp,
-        )
         if not self.execute:
             return buf
         src, dst = self.mesh.ring(axis, disp)
