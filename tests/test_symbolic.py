@@ -96,12 +96,25 @@ def test_symbolic_schedule_allocates_nothing_of_the_matrix_size(name):
     assert events and peak < 8 << 20
 
 
+_MEASURE = (
+    "import resource, subprocess, sys; "
+    "subprocess.run([sys.executable, '-m', 'bench.cli', *sys.argv[1:]], check=True, "
+    "stdout=subprocess.DEVNULL); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
+
+
 def _peak_rss_of(*argv) -> int:
-    """Peak RSS (bytes) of the largest child run so far, after running one more."""
-    subprocess.run(
-        [sys.executable, "-m", "bench.cli", *argv], cwd=ROOT, check=True, stdout=subprocess.DEVNULL
+    """Peak RSS (bytes) of one `distmm` command, measured by a fresh parent of its own (this
+    process's RUSAGE_CHILDREN would include every child the test session started before)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _MEASURE, *argv],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
     )
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # KiB on Linux
+    return int(out.stdout.split()[-1]) * 1024  # KiB on Linux
 
 
 def test_predict_and_plan_memory_do_not_grow_with_the_shape(profile_file):
