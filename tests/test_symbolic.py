@@ -1,7 +1,6 @@
 """The symbolic schedule (placeholder buffers) is the schedule a real loop issues, and its cost
 does not grow with the matrices."""
 
-import resource
 import subprocess
 import sys
 import tracemalloc
