@@ -6,6 +6,13 @@ reduce_scatter, allreduce, copy), ``setup`` (after the blocks are generated, bef
 collective of the multiplication) or ``verify``. ``raise`` raises :class:`InjectedFault` (the
 abort hook then ends the job); ``exit`` kills the process without any MPI clean-up, as a crash
 would (the launcher then ends the job).
+
+``DISTMM_FAULT="mode=delay,factor=F[,algo=ALGO][,rank=R]"`` slows a run on purpose instead, so
+that the significance machinery (``distmm compare``) can be tested: every timed repetition of
+ALGO's multiplication (every algorithm when ``algo`` is absent) sleeps, on rank R (every rank
+when ``rank`` is absent), (F - 1) times the repetition's own duration inside the timed region,
+before the closing barrier. The measured time grows by the factor F (>= 1) and nothing else
+changes: warm-ups, the compute-only baseline, the data and the verification are untouched.
 """
 
 from __future__ import annotations
@@ -33,16 +40,21 @@ class InjectedFault(RuntimeError):
     """The failure DISTMM_FAULT asked for."""
 
 
+MODES = ("raise", "exit", "delay")
+
+
 @dataclass(frozen=True)
 class Fault:
-    rank: int
-    phase: str
+    rank: int | None  # None: every rank (delay only)
+    phase: str = ""  # "" for delay
     after: int = 0
     mode: str = "raise"
+    factor: float = 1.0  # delay: measured time multiplied by this
+    algo: str | None = None  # delay: only this algorithm (None: every one)
 
     def trigger_for(self, rank: int):
         """A callable ``hit(phase)`` for this rank (None when the fault is not on it)."""
-        if rank != self.rank:
+        if self.mode == "delay" or rank != self.rank:
             return None
         seen = {"n": 0}
 
@@ -64,6 +76,12 @@ class Fault:
 
         return hit
 
+    def delay_for(self, rank: int, algo: str) -> float:
+        """The factor this rank's timed repetitions of ``algo`` are stretched by (1.0: none)."""
+        if self.mode != "delay" or self.rank not in (None, rank) or self.algo not in (None, algo):
+            return 1.0
+        return self.factor
+
 
 def fault_from_env(environ: Mapping[str, str] = os.environ) -> Fault | None:
     """The fault DISTMM_FAULT describes, or None; a malformed value raises ValueError."""
@@ -73,17 +91,25 @@ def fault_from_env(environ: Mapping[str, str] = os.environ) -> Fault | None:
     fields = {}
     for part in text.split(","):
         key, sep, value = part.partition("=")
-        if not sep or key.strip() not in ("rank", "phase", "after", "mode"):
+        if not sep or key.strip() not in ("rank", "phase", "after", "mode", "factor", "algo"):
             raise ValueError(
-                f"{ENV}={text!r}: expected rank=R,phase=P[,after=N][,mode=M], not {part!r}"
+                f"{ENV}={text!r}: expected rank=R,phase=P[,after=N][,mode=raise|exit] or "
+                f"mode=delay,factor=F[,algo=A][,rank=R], not {part!r}"
             )
         fields[key.strip()] = value.strip()
+    mode = fields.get("mode", "raise")
+    if mode not in MODES:
+        raise ValueError(f"{ENV}: mode must be raise, exit or delay, not {mode!r}")
+    if mode == "delay":
+        return _delay(text, fields)
+    if "factor" in fields or "algo" in fields:
+        raise ValueError(f"{ENV}={text!r}: factor and algo are for mode=delay")
     try:
         fault = Fault(
             rank=int(fields["rank"]),
             phase=fields["phase"],
             after=int(fields.get("after", 0)),
-            mode=fields.get("mode", "raise"),
+            mode=mode,
         )
     except (KeyError, ValueError):
         raise ValueError(
@@ -91,6 +117,24 @@ def fault_from_env(environ: Mapping[str, str] = os.environ) -> Fault | None:
         ) from None
     if fault.phase not in PHASES:
         raise ValueError(f"{ENV}: unknown phase {fault.phase!r} (one of {', '.join(PHASES)})")
-    if fault.mode not in ("raise", "exit"):
-        raise ValueError(f"{ENV}: mode must be raise or exit, not {fault.mode!r}")
     return fault
+
+
+def _delay(text: str, fields: dict[str, str]) -> Fault:
+    from algorithms import ALGORITHMS
+
+    if "phase" in fields or "after" in fields:
+        raise ValueError(f"{ENV}={text!r}: mode=delay takes factor, algo and rank, not phase/after")
+    try:
+        factor = float(fields["factor"])
+        rank = int(fields["rank"]) if "rank" in fields else None
+    except (KeyError, ValueError):
+        raise ValueError(
+            f"{ENV}={text!r}: mode=delay needs factor=F (a number), rank is an integer"
+        ) from None
+    if not factor >= 1 or factor == float("inf"):
+        raise ValueError(f"{ENV}: factor must be a finite number >= 1, not {fields['factor']!r}")
+    algo = fields.get("algo") or None
+    if algo is not None and algo not in ALGORITHMS:
+        raise ValueError(f"{ENV}: unknown algo {algo!r} (one of {', '.join(ALGORITHMS)})")
+    return Fault(rank=rank, mode="delay", factor=factor, algo=algo)

@@ -15,6 +15,8 @@ import sys
 import time
 import traceback
 
+from .metadata import mpi_library  # the version string, clean (Open MPI's ends in a NUL byte)
+
 YIELD_SETTINGS = {
     "MPIR_CVAR_POLLS_BEFORE_YIELD": "1",
     "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
@@ -74,7 +76,7 @@ def start_mpi():
 
     threadpool_limits(limits=threads, user_api="blas")
     facts = {
-        "mpi_library": MPI.Get_library_version().strip().splitlines()[0].strip(),
+        "mpi_library": mpi_library(),
         "cores": cores(),
         "ranks_per_node": local,
         "blas_threads": threads,

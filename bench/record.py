@@ -14,6 +14,7 @@ from pathlib import Path
 from .errors import UsageError
 from .files import write_atomic
 from .launch import last_json
+from .metadata import as_row, clean
 
 DONE = ("ok", "wrong", "failed", "timeout")  # a row with one of these is not run again
 RETRYABLE = ("failed", "timeout")  # ... unless --retry-failed
@@ -22,17 +23,22 @@ COLUMNS = (
     "seconds seconds_min seconds_max gflops compute_seconds compute_ratio verified max_rel_error "
     "bytes_sent bytes_sent_per_rank_max messages peak_memory_bytes predicted_seconds "
     "predicted_phases trace_dir layouts host cores mpi_library git_commit timestamp wall_seconds "
-    "error"
+    "error samples seconds_ci_low seconds_ci_high cpu_model memory_bytes blas numpy mpi4py python "
+    "hosts nodes ranks_per_node git_dirty command"
 ).split()
 REQUIRED = "key status algo P M K N dtype seconds".split()  # what makes a file a results table
 TEXT = ("key", "git_commit")  # read as text even when they look like numbers
 # NaN when an older table lacks them
-NUMBERS = "predicted_seconds bytes_sent_per_rank_max gflops seconds_min seconds_max bytes_sent"
+NUMBERS = "predicted_seconds bytes_sent_per_rank_max gflops seconds_min seconds_max bytes_sent "
+NUMBERS += "seconds_ci_low seconds_ci_high"
 # copied from the run's JSON record as they are
 FROM_RESULT = (
     "seconds seconds_min seconds_max gflops compute_seconds compute_ratio verified max_rel_error "
     "bytes_sent messages peak_memory_bytes predicted_seconds"
 ).split()
+# the run's metadata (bench/metadata.py), as CSV cells (blas and hosts as JSON)
+METADATA = "cpu_model memory_bytes blas numpy mpi4py python hosts nodes ranks_per_node".split()
+METADATA += "git_dirty command".split()
 
 
 def git_commit() -> str:
@@ -86,7 +92,11 @@ def row_from_result(
         if "predicted_phases" in result
         else "",
         layouts=json.dumps(result.get("layouts", {})),
-        mpi_library=result.get("mpi_library", facts["mpi_library"]),
+        mpi_library=clean(result.get("mpi_library", facts["mpi_library"])),
+        samples=json.dumps(result["samples"]) if "samples" in result else "",
+        seconds_ci_low=(result.get("seconds_ci") or ["", ""])[0],
+        seconds_ci_high=(result.get("seconds_ci") or ["", ""])[1],
+        **as_row({k: result[k] for k in METADATA if k in result}),
         error="" if rc == 0 else (err.strip().splitlines() or [f"exit status {rc}"])[-1][:500],
     )
     return row
@@ -101,13 +111,14 @@ def read_table(path: Path) -> list[dict]:
 
 
 def write_table(path: Path, rows: list[dict]) -> None:
-    """Rewrite the whole table atomically: COLUMNS first, then any others, sorted."""
+    """Rewrite the whole table atomically: COLUMNS first, then any others, sorted. Every cell is
+    :func:`~bench.metadata.clean` (no NUL byte, one line)."""
     extra = sorted({k for r in rows for k in r} - set(COLUMNS))
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=COLUMNS + extra, extrasaction="ignore")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+        writer.writerow({k: ("" if v is None else clean(v)) for k, v in row.items()})
     write_atomic(path, buf.getvalue())
 
 

@@ -15,9 +15,11 @@ import numpy as np
 
 from .errors import UsageError
 from .faults import fault_from_env
+from .metadata import collect
 from .model import Profile, predict, schedule
 from .options import add_json, add_plan_arguments, add_profile
 from .runner import (
+    Repetitions,
     bound_layouts,
     check_memory,
     check_paths,
@@ -29,10 +31,52 @@ from .runner import (
 )
 from .units import format_bytes, nonnegative, positive
 
+DEFAULT_LINKS = "mncore-emu"  # the preset --emulate-links alone takes
+
+
+def repeat_count(text: str) -> int | str:
+    """The argparse type of --repeat: a positive integer or ``auto``."""
+    return "auto" if text.strip().lower() == "auto" else positive(text)
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, not {text!r}")
+    return value
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_plan_arguments(p)
-    p.add_argument("--repeat", type=positive, default=3, help="timed repetitions (default 3)")
+    p.add_argument(
+        "--repeat",
+        type=repeat_count,
+        default=3,
+        metavar="N|auto",
+        help="timed repetitions (default 3); auto: until the median's 95%% interval is within "
+        "--ci-width, at least 5 and at most --max-repeat of them, at most --max-seconds",
+    )
+    p.add_argument(
+        "--ci-width",
+        type=positive_float,
+        default=0.05,
+        help="--repeat auto: the interval's width relative to the median (default 0.05)",
+    )
+    p.add_argument(
+        "--max-repeat",
+        type=positive,
+        default=50,
+        help="--repeat auto: most repetitions (default 50)",
+    )
+    p.add_argument(
+        "--max-seconds",
+        type=positive_float,
+        default=60.0,
+        help="--repeat auto: stop once the timed repetitions took this long (default 60)",
+    )
     p.add_argument("--warmup", type=nonnegative, default=1, help="untimed warm-ups (default 1)")
     add_profile(p, required=False, use="add the model's prediction to the result")
     p.add_argument(
@@ -51,11 +95,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_json(p, "rank 0 prints one JSON line")
     p.add_argument(
         "--emulate-links",
+        nargs="?",
+        const=DEFAULT_LINKS,
         metavar="PRESET|FILE",
         help="with a tree: hold every "
         "communication until the link model's time has passed (preset: mncore, "
-        "mncore-emu, flat; or a JSON file {level: {alpha, bandwidth, lanes}})",
+        f"mncore-emu, flat; or a JSON file {{level: {{alpha, bandwidth, lanes}}}}; "
+        f"alone: {DEFAULT_LINKS})",
     )
+
+
+def repetitions(args) -> Repetitions:
+    """The --repeat rule from the arguments."""
+    count = None if args.repeat == "auto" else args.repeat
+    return Repetitions(count, args.ci_width, args.max_repeat, args.max_seconds)
 
 
 def main(args) -> int:
@@ -87,7 +140,7 @@ def main(args) -> int:
         plan,
         mesh,
         dtype,
-        args.repeat,
+        repetitions(args),
         args.warmup,
         args.verify,
         tracer,
@@ -95,6 +148,7 @@ def main(args) -> int:
         fault=fault,
     )
     result.update(facts)
+    result.update(collect(world))  # a collective: every rank gathers the host names
     if tree is not None:
         result.update(
             {
@@ -133,6 +187,7 @@ def main(args) -> int:
 def format_result(r: dict) -> str:
     M, K, N = r["shape"]
     per = r["bytes_sent_per_rank"]
+    low, high = r["seconds_ci"]
 
     def mib(n: int) -> str:
         return format_bytes(n, "MiB")
@@ -145,6 +200,8 @@ def format_result(r: dict) -> str:
         *(f"  {name}  {text}" for name, text in r["layouts"].items()),
         f"time         {r['seconds']:.4f} s median of {r['repeat']} "
         f"(min {r['seconds_min']:.4f}, max {r['seconds_max']:.4f})   {r['gflops']:.1f} GFLOP/s",
+        f"interval     {low:.4f} .. {high:.4f} s ({r['ci_method']})"
+        + ("; --repeat auto" if r.get("repeat_mode") == "auto" else ""),
         f"compute-only {r['compute_seconds']:.4f} s   ratio compute/total {r['compute_ratio']:.3f}",
         f"sent         {mib(r['bytes_sent'])} in total, per rank min {mib(min(per))} / "
         f"max {mib(max(per))}; {r['messages']} messages",

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import resource
 import statistics
+import time
+from dataclasses import dataclass
 
 from algorithms import get
 
@@ -14,10 +16,52 @@ from .errors import UsageError
 from .files import save_npy_atomic, write_json_atomic
 from .model import level_bytes
 from .options import algorithm_options
+from .stats import MIN_SAMPLES, ci_coverage, enough, median_ci
 from .units import format_bytes
 from .verify import SEED_A, SEED_B, exact, freivalds, method_for, tolerance
 
 DUMP_LIMIT = 1 << 24  # elements per matrix that --dump will gather
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Repetitions:
+    """How many timed repetitions: ``count`` of them, or (count None, ``--repeat auto``) until the
+    median's 95% interval is within ``ci_width`` of the median, at least MIN_SAMPLES and at most
+    ``max_repeat`` of them; ``max_seconds`` of timed repetitions stop it sooner (even below
+    MIN_SAMPLES: it is a cap)."""
+
+    count: int | None = 3
+    ci_width: float = 0.05
+    max_repeat: int = 50
+    max_seconds: float = 60.0
+
+    @property
+    def mode(self) -> str:
+        return "fixed" if self.count is not None else "auto"
+
+    def done(self, times: list[float]) -> bool:
+        """Whether to stop after these repetitions (a pure function of rank 0's times)."""
+        if self.count is not None:
+            return len(times) >= self.count
+        return (
+            len(times) >= self.max_repeat
+            or sum(times) >= self.max_seconds
+            or enough(times, self.ci_width, CONFIDENCE, MIN_SAMPLES)
+        )
+
+
+def interval(samples: list[float]) -> tuple[list[float], str]:
+    """([low, high] of the median's 95% interval, the method in words)."""
+    _, low, high = median_ci(samples, CONFIDENCE)
+    method = "order statistics (binomial), 95%"
+    coverage = ci_coverage(len(samples), CONFIDENCE)
+    if coverage < CONFIDENCE:
+        method += (
+            f"; with {len(samples)} sample(s) the interval is (min, max), "
+            f"coverage {100 * coverage:.1f}%"
+        )
+    return [low, high], method
 
 
 def make_plan(args, P: int):
@@ -116,7 +160,7 @@ def run_plan(
     plan,
     mesh,
     dtype,
-    repeat: int,
+    repeat: int | Repetitions,
     warmup: int,
     verify: str,
     tracer=None,
@@ -125,13 +169,16 @@ def run_plan(
 ):
     """Set up, time, measure the compute-only baseline and verify.
 
-    Returns the result record and this rank's blocks {"A", "B", "C"} (held order).
-    ``fault`` (bench/faults.py) makes this rank fail where it says."""
+    Returns the result record and this rank's blocks {"A", "B", "C"} (held order). ``repeat``
+    is a count or a :class:`Repetitions` rule. ``fault`` (bench/faults.py) makes this rank fail
+    where it says, or (mode=delay) stretches its timed repetitions."""
     from algorithms.comm import Comm
     from layouts import generate_block
 
     world = mesh.comm
+    reps = repeat if isinstance(repeat, Repetitions) else Repetitions(count=repeat)
     hit = fault.trigger_for(world.Get_rank()) if fault is not None else None
+    delay = fault.delay_for(world.Get_rank(), plan.algo) if fault is not None else 1.0
     a = generate_block(plan.A, mesh.coords, SEED_A, dtype)
     b = generate_block(plan.B, mesh.coords, SEED_B, dtype)
     state = module.prepare(plan, a, b, mesh.coords)
@@ -139,11 +186,15 @@ def run_plan(
         hit("setup")
     comm = Comm(mesh, tracer=tracer, links=links, emulate=links is not None, fault=hit)
     times, c = _timed(
-        lambda: module.multiply(plan, comm, state), comm, world, warmup, repeat, tracer
+        lambda: module.multiply(plan, comm, state), comm, world, warmup, reps, tracer, delay
     )
     compute = Comm(mesh, execute=False)
     compute_times, _ = _timed(
-        lambda: module.multiply(plan, compute, state), compute, world, min(warmup, 1), repeat
+        lambda: module.multiply(plan, compute, state),
+        compute,
+        world,
+        min(warmup, 1),
+        Repetitions(count=len(times)),
     )
     sent = world.allgather(comm.bytes_sent)
     per_level = world.allgather(level_bytes(comm.events))
@@ -158,6 +209,7 @@ def run_plan(
         err = freivalds(plan, mesh, world, c, dtype)
     tol = tolerance(dtype, plan.shape[1])
     median = statistics.median(times)
+    seconds_ci, ci_method = interval(times)
     compute_median = statistics.median(compute_times)
     return {
         "algo": plan.algo,
@@ -171,9 +223,14 @@ def run_plan(
         "seconds": median,
         "seconds_min": min(times),
         "seconds_max": max(times),
-        "repeat": repeat,
+        "seconds_ci": seconds_ci,
+        "ci_method": ci_method,
+        "samples": times,
+        "repeat": len(times),
+        "repeat_mode": reps.mode,
         "gflops": plan.flops / median / 1e9,
         "compute_seconds": compute_median,
+        "compute_samples": compute_times,
         "compute_ratio": compute_median / median,
         "verified": bool(err <= tol),
         "verify_method": method,
@@ -201,11 +258,15 @@ def _max():
     return MPI.MAX
 
 
-def _timed(fn, comm, world, warmup: int, repeat: int, tracer=None):
-    """Run ``fn`` warmup + repeat times, barrier before and after each timed one.
+def _timed(fn, comm, world, warmup: int, reps: Repetitions, tracer=None, delay: float = 1.0):
+    """Run ``fn`` warmup times, then timed until ``reps`` says stop, with a barrier before and
+    after each timed one. Returns (this rank's times, the last output).
 
-    With a tracer, warm-ups are not traced, a ``sync`` marker follows the first timed barrier
-    and each repetition is one ``multiply`` span."""
+    Every rank stops together: rank 0 decides from its times and broadcasts the decision after
+    each repetition, outside the timed region. ``delay`` > 1 (DISTMM_FAULT mode=delay) sleeps
+    (delay - 1) times the repetition's own duration before the closing barrier. With a tracer,
+    warm-ups are not traced, a ``sync`` marker follows the first timed barrier and each
+    repetition is one ``multiply`` span."""
     from mpi4py import MPI
 
     out = None
@@ -215,8 +276,11 @@ def _timed(fn, comm, world, warmup: int, repeat: int, tracer=None):
         world.Barrier()
         out = fn()
     comm.tracer = tracer
-    times = []
-    for rep in range(repeat):
+    times: list[float] = []
+    root = world.Get_rank() == 0
+    done = False
+    while not done:
+        rep = len(times)
         comm.reset()
         world.Barrier()
         t0 = MPI.Wtime()
@@ -227,8 +291,14 @@ def _timed(fn, comm, world, warmup: int, repeat: int, tracer=None):
                 out = fn()
         else:
             out = fn()
+        if delay > 1:
+            time.sleep((delay - 1) * (MPI.Wtime() - t0))
         world.Barrier()
         times.append(MPI.Wtime() - t0)
+        if reps.count is not None:
+            done = reps.done(times)  # the same count on every rank: no broadcast needed
+        else:
+            done = world.bcast(reps.done(times) if root else None, root=0)
     return times, out
 
 

@@ -1,0 +1,101 @@
+"""Every timed repetition kept: --repeat auto on real ranks (all stop together, within bounds),
+the JSON record's samples, interval and metadata, and DISTMM_FAULT mode=delay slowing a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+
+import numpy as np
+import pytest
+from launch import distmm_mpi
+
+from bench.faults import fault_from_env
+from bench.metadata import KEYS
+from bench.runner import Repetitions
+
+
+@pytest.mark.mpi
+def test_auto_every_rank_stops_together():
+    from mpi4py import MPI
+
+    from algorithms.summa import ALGORITHM as summa
+    from bench.runner import run_plan
+    from topology import Mesh
+
+    world = MPI.COMM_WORLD
+    plan = summa.plan((24, 16, 20), world.Get_size())
+    mesh = Mesh(plan.mesh, world)
+    reps = Repetitions(None, ci_width=0.5, max_repeat=12, max_seconds=30)
+    try:
+        r, _ = run_plan(summa, plan, mesh, np.dtype(np.float64), reps, warmup=0, verify="exact")
+    finally:
+        mesh.free()
+    assert r["verified"] and r["repeat_mode"] == "auto"
+    assert 5 <= r["repeat"] <= 12 and len(r["samples"]) == r["repeat"]
+    assert len(r["compute_samples"]) == r["repeat"]
+    assert len(set(world.allgather(r["repeat"]))) == 1
+    low, high = r["seconds_ci"]
+    assert low <= r["seconds"] <= high
+
+
+@pytest.mark.mpi
+def test_delay_stretches_each_timed_repetition():
+    """A multiply that sleeps 20 ms, delayed 1.5x, takes at least 30 ms every repetition."""
+    from mpi4py import MPI
+
+    from bench.runner import _timed
+
+    class _Comm:
+        tracer = None
+
+        def reset(self):
+            pass
+
+    world = MPI.COMM_WORLD
+    delay = fault_from_env({"DISTMM_FAULT": "mode=delay,factor=1.5"}).delay_for(0, "summa")
+    times, _ = _timed(lambda: time.sleep(0.02), _Comm(), world, 0, Repetitions(3), None, delay)
+    assert len(times) == 3 and min(times) >= 0.03
+
+
+JSON_KEYS = {"samples", "seconds_ci", "ci_method", "compute_samples", "repeat_mode", *KEYS}
+
+
+def _run(n: int, *argv: str, env: dict | None = None) -> dict:
+    saved = dict(os.environ)
+    os.environ.update(env or {})
+    try:
+        r = distmm_mpi(n, "run", "summa", *argv, "--json")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_json_record_keeps_every_sample_and_the_metadata():
+    rec = _run(2, "--shape", "32,24,16", "--repeat", "auto", "--max-repeat", "7")
+    assert JSON_KEYS <= rec.keys()
+    assert rec["repeat_mode"] == "auto" and 5 <= rec["repeat"] <= 7
+    assert len(rec["samples"]) == rec["repeat"] == len(rec["compute_samples"])
+    assert rec["seconds"] == statistics.median(rec["samples"])
+    assert rec["seconds_min"] == min(rec["samples"]) and rec["seconds_max"] == max(rec["samples"])
+    assert rec["ranks"] == 2 and rec["nodes"] == len(rec["hosts"]) >= 1
+    assert "\x00" not in rec["mpi_library"]
+    fixed = _run(1, "--shape", "8,8,8", "--repeat", "3")
+    assert fixed["repeat_mode"] == "fixed" and len(fixed["samples"]) == 3
+    assert "(min, max)" in fixed["ci_method"]
+
+
+def test_delay_makes_the_run_slower():
+    """factor 1.5 at one rank: compared on the fastest repetition, the least disturbed by
+    other load on the machine (each delayed repetition is 1.5x its own undelayed time)."""
+    argv = ("--shape", "256,256,256", "--repeat", "7", "--warmup", "2")
+    plain = _run(1, *argv)
+    slow = _run(1, *argv, env={"DISTMM_FAULT": "mode=delay,factor=1.5,algo=summa"})
+    other = _run(1, *argv, env={"DISTMM_FAULT": "mode=delay,factor=1.5,algo=cannon"})
+    assert slow["seconds_min"] > 1.2 * plain["seconds_min"]
+    assert slow["verified"] and other["verified"]
+    assert other["seconds_min"] < 1.2 * slow["seconds_min"]
