@@ -53,6 +53,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="PCT",
         help="exit 1 if a configuration is significantly slower by more than PCT%%",
     )
+    p.add_argument(
+        "--min-effect",
+        type=float,
+        default=5.0,
+        metavar="PCT",
+        help="smallest change reported as faster or slower, in percent of the old median "
+        "(default 5: load drifts that much between sweeps on a shared machine)",
+    )
     p.add_argument("--plot", metavar="FILE.png", help="draw the ratios with their intervals")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
@@ -131,7 +139,9 @@ def main(args) -> int:
     if args.fail_above is not None and args.fail_above < 0:
         raise UsageError(f"--fail-above must be a percentage >= 0, not {args.fail_above:g}")
     old, new = _load(args.old), _load(args.new)
-    changes = compare(old, new, args.alpha, CONFIDENCE)
+    if args.min_effect < 0:
+        raise UsageError(f"--min-effect must be a percentage >= 0, not {args.min_effect:g}")
+    changes = compare(old, new, args.alpha, CONFIDENCE, args.min_effect / 100)
     summary = summarize(changes)
     if summary["in_both"] == 0:
         raise UsageError(f"no configuration with an ok row in both {args.old} and {args.new}")

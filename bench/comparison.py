@@ -164,15 +164,22 @@ def compare_samples(
     new: tuple[float, ...],
     alpha: float = 0.05,
     confidence: float = 0.95,
+    min_effect: float = 0.0,
 ) -> Change:
-    """One configuration's change: medians, ratio with its interval, Mann-Whitney p, verdict."""
+    """One configuration's change: medians, ratio with its interval, Mann-Whitney p, verdict.
+
+    A change is faster or slower only when it is significant and the medians differ by more
+    than ``min_effect`` (a fraction): on shared machines load drifts between two sweeps by a
+    few percent, a real but uninteresting difference (asv flags only changes above a factor
+    for the same reason)."""
     if not new:
         return Change(config, ONLY_OLD, old=old, old_median=median_ci(old, confidence)[0])
     if not old:
         return Change(config, ONLY_NEW, new=new, new_median=median_ci(new, confidence)[0])
     ratio, low, high = ratio_ci(old, new, confidence)
     p, is_significant = significant(old, new, alpha)
-    verdict = (SLOWER if ratio > 1 else FASTER) if is_significant and ratio != 1 else SAME
+    large = abs(ratio - 1) > min_effect
+    verdict = (SLOWER if ratio > 1 else FASTER) if is_significant and large else SAME
     return Change(
         config,
         verdict,
@@ -188,11 +195,15 @@ def compare_samples(
     )
 
 
-def compare(old: Table, new: Table, alpha: float = 0.05, confidence: float = 0.95) -> list[Change]:
+def compare(
+    old: Table, new: Table, alpha: float = 0.05, confidence: float = 0.95, min_effect: float = 0.0
+) -> list[Change]:
     """Every configuration of either table: OLD's order first, then those only in NEW."""
     configs = list(old.samples) + [c for c in new.samples if c not in old.samples]
     return [
-        compare_samples(c, old.samples.get(c, ()), new.samples.get(c, ()), alpha, confidence)
+        compare_samples(
+            c, old.samples.get(c, ()), new.samples.get(c, ()), alpha, confidence, min_effect
+        )
         for c in configs
     ]
 
