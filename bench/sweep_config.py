@@ -184,6 +184,10 @@ def configure(args) -> dict:
         cfg["dtypes"] = [d.strip() for d in args.dtype.split(",")]
         if not _KEYS["dtypes"][0](cfg["dtypes"]):
             raise UsageError(f"--dtype {args.dtype!r}: float32 and/or float64")
+    if args.profile and not args.calibrate:  # flags win: a given profile replaces calibrate
+        cfg.pop("calibrate", None)
+    if args.calibrate and not args.profile:
+        cfg.pop("profile", None)
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError(f"--timeout {args.timeout}: too small")
     for key in (
