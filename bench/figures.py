@@ -7,9 +7,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
+
 from algorithms import get
 
 from .layout_plot import plot_layout
+from .report_stats import core_counts
 
 LAYOUT_SHAPES = [(8, 8, 8), (12, 12, 12), (16, 16, 16), (24, 24, 24)]
 PHASE_COLOURS = {}  # phase -> colour, shared by every plot of one report
@@ -73,30 +76,41 @@ def _p_axis(ax, Ps) -> None:
 
 
 def scaling_figure(df, title: str, colours: dict, weak: bool):
-    """Three panels: time, GFLOP/s, efficiency against P, one line per algorithm."""
+    """Three panels: time, GFLOP/s, efficiency against P, one line per algorithm. Efficiencies
+    count the cores the ranks had, c(P) = min(P, cores x nodes); points with more ranks than
+    cores (oversubscribed) are hollow."""
     plt = _plt()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
     Ps = sorted(df["P"].unique())
+    any_over = False
     for algo, g in df.groupby("algo"):
         g = g.sort_values("P")
         c = colours[algo]
+        used = np.array(core_counts(g), dtype=float)
+        over = g["P"].to_numpy() > used
+        any_over |= bool(over.any())
         axes[0].errorbar(
             g["P"],
             g["seconds"],
             yerr=[g["seconds"] - g["seconds_min"], g["seconds_max"] - g["seconds"]],
-            marker="o",
             color=c,
             label=algo,
             capsize=3,
         )
-        axes[1].plot(g["P"], g["gflops"], marker="o", color=c, label=algo)
-        base = g.iloc[0]
-        if weak:  # work rate per rank against the smallest P
-            rate = g["gflops"] / g["P"]
-            eff = rate / (base["gflops"] / base["P"])
+        axes[1].plot(g["P"], g["gflops"], color=c, label=algo)
+        base, base_used = g.iloc[0], used[0]
+        if weak:  # work rate per core used, against the smallest P
+            eff = (g["gflops"] / used) / (base["gflops"] / base_used)
         else:
-            eff = base["seconds"] * base["P"] / (g["seconds"] * g["P"])
-        axes[2].plot(g["P"], eff, marker="o", color=c, label=f"{algo} (vs P={int(base['P'])})")
+            eff = base["seconds"] * base_used / (g["seconds"] * used)
+        axes[2].plot(g["P"], eff, color=c, label=f"{algo} (vs P={int(base['P'])})")
+        for ax, y in ((axes[0], g["seconds"]), (axes[1], g["gflops"]), (axes[2], eff)):
+            y = np.asarray(y, dtype=float)
+            ax.scatter(g["P"][~over], y[~over], marker="o", color=c, zorder=3)
+            ax.scatter(g["P"][over], y[over], facecolors="white", edgecolors=c, zorder=3)
+    if any_over:
+        axes[2].scatter([], [], marker="o", facecolors="white", edgecolors="k",
+                        label="hollow: oversubscribed (P > cores)")  # fmt: skip
     axes[0].set_yscale("log")
     _log_y(axes[0])
     axes[0].set_ylabel("time per multiplication [s] (median, min-max bars)")
@@ -104,12 +118,12 @@ def scaling_figure(df, title: str, colours: dict, weak: bool):
     axes[1].set_ylabel("GFLOP/s (all ranks)")
     axes[1].set_title("throughput")
     axes[2].set_ylabel(
-        "weak efficiency (GFLOP/s per rank, relative)"
+        "weak efficiency (GFLOP/s per core used, relative)"
         if weak
-        else "parallel efficiency T(P0) P0 / (T(P) P)"
+        else "parallel efficiency T(P0) c(P0) / (T(P) c(P))"
     )
     axes[2].axhline(1.0, color="0.5", linestyle=":", linewidth=1)
-    axes[2].set_title("efficiency (1 = perfect)")
+    axes[2].set_title("efficiency (1 = perfect; c(P) = min(P, cores x nodes))")
     axes[2].set_ylim(bottom=0)
     for ax in axes:
         _p_axis(ax, Ps)

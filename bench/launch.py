@@ -1,14 +1,17 @@
-"""Starting `distmm` jobs under mpiexec (the sweep, `distmm plan --run`, the scripts): finding
-mpiexec and its flavour, the one builder of the `distmm run` command line, the environment a job
-gets, and running it in its own process group under a timeout."""
+"""Starting `distmm` jobs (the sweep, `distmm plan --run`, the scripts): the launcher (mpiexec,
+srun or a command template, with hostfile, ranks per node and pinning), mpiexec's flavour, the one
+builder of the `distmm run` command line, the environment a job gets, and running it in its own
+process group under a timeout."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shlex
 import shutil
 import signal
+import string
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -16,6 +19,7 @@ from pathlib import Path
 
 from .errors import UsageError
 from .machine import YIELD_SETTINGS, blas_threads, cores
+from .units import positive
 
 DISTMM = (sys.executable, "-m", "bench.cli")  # `distmm` as this interpreter runs it
 
@@ -92,10 +96,13 @@ def mpi_flavour(mpiexec: str) -> tuple[str, str]:
     return "unknown", first
 
 
-def mpiexec_command(mpiexec: str, flavour: str, P: int, cores: int) -> list[str]:
+def mpiexec_command(
+    mpiexec: str, flavour: str, P: int, cores: int, local: int | None = None
+) -> list[str]:
+    """``mpiexec [Open MPI's flags] -n P``; ``local``: the ranks on one node (default P)."""
     cmd = [mpiexec]
     if flavour == "openmpi":
-        if P > cores:
+        if (local or P) > cores:
             cmd.append("--oversubscribe")
         if os.geteuid() == 0:
             cmd.append("--allow-run-as-root")
@@ -178,22 +185,136 @@ def last_json(out: str) -> dict | None:
     return None
 
 
+LAUNCHERS = ("mpiexec", "srun")
+PLACEHOLDERS = ("P", "cmd", "ppn", "hostfile")
+LAUNCHER_HELP = "mpiexec, srun or a template with {P} and {cmd} such as 'srun -n {P} {cmd}'"
+
+
+def _placeholders(template: str) -> set[str]:
+    return {field for _, field, _, _ in string.Formatter().parse(template) if field is not None}
+
+
+def launcher_problem(text: str) -> str | None:
+    """Why ``text`` is not a launcher (mpiexec, srun or a template), or None if it is one."""
+    if text in LAUNCHERS:
+        return None
+    if "{" not in text:
+        return f"{text!r} is not {LAUNCHER_HELP}"
+    try:
+        names = _placeholders(text)
+    except ValueError as err:
+        return f"template {text!r}: {err}"
+    unknown = sorted(names - set(PLACEHOLDERS))
+    if unknown:
+        return (
+            f"template {text!r}: unknown placeholder {{{unknown[0]}}} "
+            f"(known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)})"
+        )
+    missing = [p for p in ("P", "cmd") if p not in names]
+    if missing:
+        return f"template {text!r} lacks {' and '.join('{' + p + '}' for p in missing)}"
+    return None
+
+
+def add_launcher_arguments(p: argparse.ArgumentParser, ranks_per_node: bool = True) -> None:
+    """--launcher, --hostfile, --ranks-per-node (unless the command has it already), --pin."""
+    p.add_argument("--launcher", help=f"how runs start: {LAUNCHER_HELP} (default mpiexec)")
+    p.add_argument("--hostfile", help="mpiexec's hostfile (MPICH -f, Open MPI --hostfile)")
+    if ranks_per_node:
+        p.add_argument(
+            "--ranks-per-node",
+            type=positive,
+            help="ranks per node (MPICH -ppn, Open MPI --map-by ppr:N:node, srun "
+            "--ntasks-per-node)",
+        )
+    p.add_argument(
+        "--pin",
+        action="store_true",
+        default=None,
+        help="bind each rank to a core (mpiexec -bind-to core, srun --cpu-bind=cores)",
+    )
+
+
 @dataclass(frozen=True)
 class Launcher:
-    """An mpiexec found once, with what the command line and the environment depend on."""
+    """How a job starts: ``name`` is mpiexec, srun or a template (with {P}, {cmd}, {ppn},
+    {hostfile}); ``mpiexec`` the program found (srun's path for srun, "" for a template), its
+    flavour and version line, this machine's cores, and where the ranks go."""
 
     mpiexec: str
     flavour: str
     version: str
     cores: int
+    name: str = "mpiexec"
+    hostfile: str | None = None
+    ranks_per_node: int | None = None
+    pin: bool = False
 
     @classmethod
-    def find(cls, given: str | None = None) -> Launcher:
-        mpiexec = find_mpiexec(given)
-        return cls(mpiexec, *mpi_flavour(mpiexec), cores())
+    def find(
+        cls,
+        given: str | None = None,
+        name: str | None = None,
+        hostfile: str | None = None,
+        ranks_per_node: int | None = None,
+        pin: bool = False,
+    ) -> Launcher:
+        """The launcher ``name`` (default mpiexec; ``given``: the mpiexec to use), checked: a bad
+        template, a missing hostfile or a setting the launcher cannot take is a UsageError."""
+        name = name or "mpiexec"
+        problem = launcher_problem(name)
+        if problem:
+            raise UsageError(f"launcher {problem}")
+        if hostfile is not None and not Path(hostfile).is_file():
+            raise UsageError(f"hostfile {hostfile} does not exist")
+        where = dict(name=name, hostfile=hostfile, ranks_per_node=ranks_per_node, pin=bool(pin))
+        if name == "mpiexec":
+            mpiexec = find_mpiexec(given)
+            return cls(mpiexec, *mpi_flavour(mpiexec), cores(), **where)
+        if name == "srun":
+            if hostfile is not None:
+                raise UsageError("srun takes its nodes from the Slurm allocation, not a hostfile")
+            srun = shutil.which("srun")
+            if not srun:
+                raise UsageError("no srun on PATH (--launcher srun runs in a Slurm allocation)")
+            return cls(srun, "slurm", _mpi_version(given), cores(), **where)
+        names = _placeholders(name)
+        for field, value, flag in (
+            ("hostfile", hostfile, "--hostfile"),
+            ("ppn", ranks_per_node, "--ranks-per-node"),
+        ):
+            if field in names and value is None:
+                raise UsageError(f"the launcher template uses {{{field}}}: give {flag}")
+            if value is not None and field not in names:
+                raise UsageError(f"{flag} needs {{{field}}} in the launcher template")
+        if pin:
+            raise UsageError("--pin with a launcher template: put the binding in the template")
+        return cls("", "template", _mpi_version(given), cores(), **where)
+
+    def local(self, P: int) -> int:
+        """The ranks sharing one node's cores."""
+        return min(P, self.ranks_per_node or P)
 
     def command(self, P: int, argv: list[str], program: tuple[str, ...] = DISTMM) -> list[str]:
-        return mpiexec_command(self.mpiexec, self.flavour, P, self.cores) + [*program, *argv]
+        rpn, job = self.ranks_per_node, [*program, *argv]
+        if self.flavour == "template":
+            text = self.name.format(
+                P=P, cmd=shlex.join(job), ppn=rpn or "", hostfile=self.hostfile or ""
+            )
+            return shlex.split(text)
+        if self.flavour == "slurm":
+            cmd = [self.mpiexec, "-n", str(P)]
+            cmd += ["--ntasks-per-node", str(rpn)] if rpn else []
+            return cmd + (["--cpu-bind=cores"] if self.pin else []) + job
+        cmd = mpiexec_command(self.mpiexec, self.flavour, P, self.cores, self.local(P))
+        openmpi = self.flavour == "openmpi"
+        if self.hostfile:
+            cmd += ["--hostfile" if openmpi else "-f", self.hostfile]
+        if rpn:
+            cmd += ["--map-by", f"ppr:{rpn}:node"] if openmpi else ["-ppn", str(rpn)]
+        if self.pin:
+            cmd += ["--bind-to" if openmpi else "-bind-to", "core"]
+        return cmd + job
 
     def run(
         self,
@@ -204,7 +325,8 @@ class Launcher:
         cwd: str | os.PathLike | None = None,
     ) -> tuple[str, int | None, str, str]:
         """Run ``program ARGV`` (default `distmm`) on P ranks: launch()'s answer."""
-        return launch(self.command(P, argv, program), timeout, child_env(P, self.cores), cwd)
+        env = child_env(self.local(P), self.cores)
+        return launch(self.command(P, argv, program), timeout, env, cwd)
 
     def run_json(self, P: int, argv: list[str], timeout: float, **how) -> tuple[dict | None, str]:
         """(the JSON record the job printed, "") or (None, why it failed); ``how``: run()'s
@@ -214,3 +336,11 @@ class Launcher:
         if record is None:
             return None, f"{state}, exit {rc}: {last_line(err)}"
         return record, ""
+
+
+def _mpi_version(given: str | None) -> str:
+    """The MPI library's version line when mpiexec is not the launcher ("" if none is found)."""
+    try:
+        return mpi_flavour(find_mpiexec(given))[1]
+    except UsageError:
+        return ""

@@ -6,7 +6,8 @@ and, on a tree (``--topology``), each binding of the mesh onto the tree. Each ca
 with the cost model (rank 0's schedule, as `distmm predict` does), its memory per rank estimated
 (`distmm run`'s estimate) and its bytes moved per rank counted. The output is the ranked table,
 the time/memory Pareto front, the fastest plan within ``--memory-per-rank`` and the command that
-runs it. ``--run`` runs the top candidates under mpiexec and sets measured beside predicted.
+runs it. ``--run`` runs the top candidates (under mpiexec, or ``--launcher srun`` / a template, with
+``--hostfile``, ``--ranks-per-node`` and ``--pin``) and sets measured beside predicted.
 
 Chains (``--chain M,K1,K2,...``): X[M,K1] @ W1[K1,K2] @ W2[K2,K3] ... Each product keeps its best
 few candidates; consecutive products are joined by the cost of redistributing the previous C
@@ -31,6 +32,7 @@ import json
 import time
 
 from .errors import UsageError
+from .launch import Launcher, add_launcher_arguments
 from .model import Profile
 from .options import (
     add_dtype,
@@ -82,6 +84,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--repeat", type=positive, default=3, help="with --run: timed repetitions")
     p.add_argument("--mpiexec", help="with --run: the mpiexec to use (default: found)")
+    add_launcher_arguments(p, ranks_per_node=False)  # --ranks-per-node: the model's, above
 
 
 def main(args) -> int:
@@ -100,14 +103,12 @@ def main(args) -> int:
     top = args.top or (3 if args.run else 15)
     measured = None
     if args.run:
-        runs = run_set(cands, best, top)
-        measured = list(
-            zip(
-                runs,
-                measure(runs, shape, P, args.dtype, args.repeat, args.topology, args.mpiexec),
-                strict=True,
-            )
+        launcher = Launcher.find(
+            args.mpiexec, args.launcher, args.hostfile, args.ranks_per_node, args.pin
         )
+        runs = run_set(cands, best, top)
+        times = measure(runs, shape, P, args.dtype, args.repeat, args.topology, launcher=launcher)
+        measured = list(zip(runs, times, strict=True))
     if args.json:
         out = {
             "shape": list(shape),

@@ -189,9 +189,11 @@ def measure(
     topology: str = "mesh",
     mpiexec: str | None = None,
     timeout: float = 300,
+    launcher: Launcher | None = None,
 ) -> list:
-    """Run each candidate with `distmm run --json` under mpiexec; [(seconds | None, note)]."""
-    launcher = Launcher.find(mpiexec)
+    """Run each candidate with `distmm run --json` under ``launcher`` (default: mpiexec, the
+    given one or the environment's); [(seconds | None, note)]."""
+    launcher = launcher or Launcher.find(mpiexec)
     out = []
     for c in cands:
         argv = c.run_args(shape, dtype, topology) + ["--json", "--repeat", str(repeat)]

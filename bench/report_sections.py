@@ -13,6 +13,7 @@ import numpy as np
 
 from . import figures
 from .document import Doc
+from .report_stats import median_text, verdict
 from .spans import phase_summary, spans_table
 from .units import format_bytes
 
@@ -74,7 +75,9 @@ def overview(r: Report) -> None:
     r.doc.p(
         f"{len(df)} runs from `{r.results}` "
         f"({', '.join(f'{v} {k}' for k, v in counts.items())}) on {machine}{cores}{commit}. "
-        f"Times are the median of each run's repetitions, barrier to barrier; GFLOP/s counts "
+        f"Times are the median of each run's repetitions, barrier to barrier, with the median's "
+        f"95% interval from order statistics (binomial method) where the table keeps every "
+        f"repetition (with fewer than 6 the interval is min-max and covers less); GFLOP/s counts "
         f"2 M K N flops."
     )
 
@@ -83,22 +86,20 @@ def reading(r: Report):
     """The generated reading and the fastest algorithm per point; returns the runs with a
     prediction (for the model section) and the least-data rows (for communication)."""
     ok = r.ok
-    lines, fastest_rows, error_rows, data_rows = [], [], [], []
+    lines, fastest_rows, error_rows, data_rows, ties = [], [], [], [], []
     for (shape, dtype, P), g in ok.groupby(["shape", "dtype", "P"]):
         g = g.sort_values("seconds")
         best = g.iloc[0]
-        runner = (
-            f"{g.iloc[1]['algo']} {g.iloc[1]['seconds'] / best['seconds']:.2f}x slower"
-            if len(g) > 1
-            else "only one algorithm"
-        )
+        separate, runner = verdict(best, g.iloc[1]) if len(g) > 1 else (True, "only one algorithm")
+        if not separate:
+            ties.append(f"{shape} {dtype} P={int(P)}: {runner}")
         fastest_rows.append(
             [
                 shape,
                 dtype,
                 int(P),
-                f"**{best['algo']}**",
-                _fmt(best["seconds"]),
+                f"**{best['algo']}**" if separate else f"{best['algo']} or {g.iloc[1]['algo']}",
+                median_text(best, _fmt),
                 _fmt(best["gflops"], 3),
                 runner,
             ]
@@ -114,13 +115,24 @@ def reading(r: Report):
                 _mib(g["bytes_sent"].max()),
             ]
         )
+    won = [row for row in fastest_rows if row[3].startswith("**")]
     if fastest_rows:
         lines.append(
-            "Fastest: "
-            + ", ".join(
-                f"**{a}** at {n} of {len(fastest_rows)} (shape, dtype, P) points"
-                for a, n in _wins(fastest_rows, 3)
+            "Fastest (told apart from the next by a two-sided Mann-Whitney U test at 5%): "
+            + (
+                ", ".join(
+                    f"**{a}** at {n} of {len(fastest_rows)} (shape, dtype, P) points"
+                    for a, n in _wins(won, 3)
+                )
+                or "no algorithm at any point"
             )
+            + "."
+        )
+    if ties:
+        lines.append(
+            f"No winner at {len(ties)} of {len(fastest_rows)} points: "
+            + "; ".join(ties[:8])
+            + ("; ..." if len(ties) > 8 else "")
             + "."
         )
     pred = ok[ok["predicted_seconds"].notna() & (ok["predicted_seconds"] > 0)].copy()
@@ -167,7 +179,9 @@ def reading(r: Report):
     r.doc.h(2, "Reading")
     r.doc.ul(lines or ["No successful runs to read."])
     r.doc.h(3, "Fastest algorithm per point")
-    r.doc.table(["shape", "dtype", "P", "fastest", "time [s]", "GFLOP/s", "next"], fastest_rows)
+    r.doc.table(
+        ["shape", "dtype", "P", "fastest", "time [s] [95% CI]", "GFLOP/s", "next"], fastest_rows
+    )
     return pred, error_rows, data_rows
 
 
@@ -197,7 +211,7 @@ def scaling(r: Report) -> None:
                     x["algo"],
                     int(x["P"]),
                     x["shape"],
-                    _fmt(x["seconds"]),
+                    median_text(x, _fmt),
                     _fmt(x["gflops"], 3),
                     _fmt(x.get("compute_ratio"), 3),
                     _mib(x["bytes_sent"]),
@@ -210,7 +224,7 @@ def scaling(r: Report) -> None:
                     "algorithm",
                     "P",
                     "shape",
-                    "time [s]",
+                    "time [s] [95% CI]",
                     "GFLOP/s",
                     "compute ratio",
                     "sent [MiB]",

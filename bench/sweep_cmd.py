@@ -24,7 +24,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from .errors import UsageError
-from .launch import Launcher, last_line, run_argv
+from .launch import Launcher, add_launcher_arguments, last_line, run_argv
 from .record import DONE, RETRYABLE, git_commit, read_table, row_from_result, write_table
 from .sweep_config import configure, plan_runs
 from .units import nonnegative, positive
@@ -66,6 +66,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--dry-run", action="store_true", help="list the runs, run nothing")
     p.add_argument("--mpiexec", help="the mpiexec to use (default: the environment's)")
+    add_launcher_arguments(p)
 
 
 def _fmt_time(s: float) -> str:
@@ -92,8 +93,10 @@ def main(args) -> int:
     if cfg.get("profile") and not Path(cfg["profile"]).exists():
         raise UsageError(f"profile {cfg['profile']} does not exist")
     results.parent.mkdir(parents=True, exist_ok=True)
+    where = (cfg.get("hostfile"), cfg.get("ranks_per_node"), cfg["pin"])
+    launcher = Launcher.find(args.mpiexec, cfg["launcher"], *where)
     with _locked(results):
-        return _sweep(cfg, runs, results, Launcher.find(args.mpiexec), args.retry_failed)
+        return _sweep(cfg, runs, results, launcher, args.retry_failed)
 
 
 def _say(*text) -> None:
@@ -120,6 +123,7 @@ def _sweep(cfg: dict, runs: list[dict], results: Path, launcher: Launcher, retry
         "cores": launcher.cores,
         "mpi_library": launcher.version,
         "git_commit": git_commit(),
+        "launcher": launcher.name,
     }
     rows = read_table(results)
     by_key = {r["key"]: r for r in rows}
@@ -133,8 +137,8 @@ def _sweep(cfg: dict, runs: list[dict], results: Path, launcher: Launcher, retry
     ]
     _say(
         f"distmm sweep {cfg['name']}: {len(runs)} runs, {len(runs) - len(pending)} already in "
-        f"{results}, {len(pending)} to run ({launcher.mpiexec}, {launcher.flavour}, "
-        f"{launcher.cores} cores)"
+        f"{results}, {len(pending)} to run ({launcher.name}: {launcher.mpiexec or 'template'}, "
+        f"{launcher.flavour}, {launcher.cores} cores)"
     )
     profile = _calibrated(cfg, runs, results, launcher) if pending else cfg.get("profile")
     trace_root = results.with_name(f"{results.stem}-traces")

@@ -13,6 +13,11 @@ to. A sweep is a TOML file (see ``scripts/*.toml``) or command-line flags, or bo
     profile = "results/profile.json"       # or: calibrate = true (calibrate once, first)
     topology = "mncore:2,2,2,2"            # passed to distmm run as --topology
     timeout = 300                          # seconds per run
+    launcher = "srun"                      # "mpiexec" (default), "srun" or a template such as
+                                           # "srun --mpi=pmix -n {P} {cmd}" ({ppn}, {hostfile})
+    hostfile = "hosts.txt"                 # mpiexec's hostfile
+    ranks_per_node = 4                     # -ppn / --map-by ppr:N:node / --ntasks-per-node
+    pin = true                             # bind each rank to a core
 
 Weak scaling keeps the work per rank constant: at P ranks every dimension of ``base`` is scaled
 by (P / ranks)^(1/3), so M K N / P stays what it was at ``ranks`` (``per = "memory"`` scales by
@@ -34,6 +39,7 @@ from pathlib import Path
 from algorithms import ALGORITHMS, get
 
 from .errors import UsageError
+from .launch import LAUNCHER_HELP, launcher_problem
 from .units import parse_ints
 
 KEY_FIELDS = "algo P M K N dtype repeat warmup topology trace scaling".split()
@@ -68,6 +74,10 @@ _KEYS = {
         "a positive number of seconds",
     ),
     "results": (lambda v: isinstance(v, str) and v.endswith(".csv"), "a path ending in .csv"),
+    "launcher": (lambda v: isinstance(v, str) and not launcher_problem(v), LAUNCHER_HELP),
+    "hostfile": (lambda v: isinstance(v, str) and v, "a path to a hostfile"),
+    "ranks_per_node": (lambda v: _int(v) and v >= 1, "a positive integer"),
+    "pin": (lambda v: isinstance(v, bool), "true or false"),
 }
 _WEAK_KEYS = {
     "base": (lambda v: _shape_ok(v), "[M, K, N] (positive integers)"),
@@ -174,6 +184,10 @@ def configure(args) -> dict:
         cfg["dtypes"] = [d.strip() for d in args.dtype.split(",")]
         if not _KEYS["dtypes"][0](cfg["dtypes"]):
             raise UsageError(f"--dtype {args.dtype!r}: float32 and/or float64")
+    if args.profile and not args.calibrate:  # flags win: a given profile replaces calibrate
+        cfg.pop("calibrate", None)
+    if args.calibrate and not args.profile:
+        cfg.pop("profile", None)
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError(f"--timeout {args.timeout}: too small")
     for key in (
@@ -185,6 +199,10 @@ def configure(args) -> dict:
         "profile",
         "topology",
         "results",
+        "launcher",
+        "hostfile",
+        "ranks_per_node",
+        "pin",
     ):
         if getattr(args, key) is not None:
             cfg[key] = getattr(args, key)
@@ -201,6 +219,8 @@ def configure(args) -> dict:
     cfg.setdefault("warmup", 1)
     cfg.setdefault("trace", False)
     cfg.setdefault("timeout", 600)
+    cfg.setdefault("launcher", "mpiexec")
+    cfg.setdefault("pin", False)
     cfg.setdefault("results", f"results/{cfg['name']}.csv")
     return cfg
 
