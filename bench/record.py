@@ -24,7 +24,7 @@ COLUMNS = (
     "bytes_sent bytes_sent_per_rank_max messages peak_memory_bytes predicted_seconds "
     "predicted_phases trace_dir layouts host cores mpi_library git_commit timestamp wall_seconds "
     "error samples seconds_ci_low seconds_ci_high cpu_model memory_bytes blas numpy mpi4py python "
-    "hosts nodes ranks_per_node git_dirty command"
+    "hosts nodes ranks_per_node git_dirty command launcher"
 ).split()
 REQUIRED = "key status algo P M K N dtype seconds".split()  # what makes a file a results table
 TEXT = ("key", "git_commit")  # read as text even when they look like numbers
