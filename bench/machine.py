@@ -15,7 +15,10 @@ import sys
 import time
 import traceback
 
-from .metadata import mpi_library  # the version string, clean (Open MPI's ends in a NUL byte)
+from .metadata import (  # the version string, clean (Open MPI's ends in a NUL byte)
+    cores,
+    mpi_library,
+)
 
 YIELD_SETTINGS = {
     "MPIR_CVAR_POLLS_BEFORE_YIELD": "1",
@@ -24,13 +27,6 @@ YIELD_SETTINGS = {
     "MPIR_CVAR_ENABLE_HEAVY_YIELD": "1",
     "OMPI_MCA_mpi_yield_when_idle": "1",
 }
-
-
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def blas_threads(cores: int, ranks_on_node: int) -> int:

@@ -8,7 +8,6 @@ import csv
 import datetime as dt
 import io
 import json
-import subprocess
 from pathlib import Path
 
 from .errors import UsageError
@@ -39,20 +38,6 @@ FROM_RESULT = (
 # the run's metadata (bench/metadata.py), as CSV cells (blas and hosts as JSON)
 METADATA = "cpu_model memory_bytes blas numpy mpi4py python hosts nodes ranks_per_node".split()
 METADATA += "git_dirty command".split()
-
-
-def git_commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            cwd=Path(__file__).resolve().parent.parent,
-        )
-        return out.stdout.strip() if out.returncode == 0 else ""
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
 
 
 def row_from_result(

@@ -25,7 +25,8 @@ from filelock import FileLock, Timeout
 
 from .errors import UsageError
 from .launch import Launcher, add_launcher_arguments, last_line, run_argv
-from .record import DONE, RETRYABLE, git_commit, read_table, row_from_result, write_table
+from .metadata import git_state
+from .record import DONE, RETRYABLE, read_table, row_from_result, write_table
 from .sweep_config import configure, plan_runs
 from .units import nonnegative, positive
 
@@ -122,7 +123,7 @@ def _sweep(cfg: dict, runs: list[dict], results: Path, launcher: Launcher, retry
         "host": socket.gethostname(),
         "cores": launcher.cores,
         "mpi_library": launcher.version,
-        "git_commit": git_commit(),
+        "git_commit": git_state()[0],
         "launcher": launcher.name,
     }
     rows = read_table(results)

@@ -23,7 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from topology.mesh import AbstractMesh, Mesh
+from topology.mesh import AbstractMesh, Mesh, MeshError
 
 from .blockmap import held_indices, level_contributions
 from .tensorlayout import TIME, LayoutError, TensorLayout
@@ -222,17 +222,31 @@ def _exchange(comm, vals, dest, flat, source, dtype) -> np.ndarray:
     return out
 
 
-def redistribute(block: np.ndarray, src: TensorLayout, dst: TensorLayout, mesh: Mesh) -> np.ndarray:
-    """This rank's block in ``dst`` (zeros at padding) from its block in ``src`` (step 0)."""
-    am = mesh.abstract
-    splace = _check_source(src, am)
-    check_on_mesh(dst, am)
+def check_pair(
+    src: TensorLayout, src_mesh: AbstractMesh, dst: TensorLayout, dst_mesh: AbstractMesh
+) -> Placement:
+    """Validate moving ``src`` (on src_mesh) into ``dst`` (on dst_mesh); return the source's
+    placement. Both meshes cover the same ranks and both layouts the same logical tensor."""
+    if src_mesh.size != dst_mesh.size:
+        raise MeshError(
+            f"source mesh {src_mesh} has {src_mesh.size} ranks, destination mesh "
+            f"{dst_mesh} has {dst_mesh.size}: they must be the same ranks"
+        )
+    splace = _check_source(src, src_mesh)
+    check_on_mesh(dst, dst_mesh)
     if tuple(src.logical_shape) != tuple(dst.logical_shape):
         raise LayoutError(
             str(dst),
             f"logical shape {dst.logical_shape} differs from the "
             f"source's {src.logical_shape} ({src})",
         )
+    return splace
+
+
+def redistribute(block: np.ndarray, src: TensorLayout, dst: TensorLayout, mesh: Mesh) -> np.ndarray:
+    """This rank's block in ``dst`` (zeros at padding) from its block in ``src`` (step 0)."""
+    am = mesh.abstract
+    splace = check_pair(src, am, dst, am)
     block = _check_block(block, src)
     dplace = placement(dst, am)
 
@@ -272,4 +286,12 @@ def gather(block: np.ndarray, layout: TensorLayout, mesh: Mesh, root: int = 0):
     return got.reshape(shape) if mesh.rank == root else None
 
 
-__all__ = ["Placement", "check_on_mesh", "check_whole", "gather", "placement", "redistribute"]
+__all__ = [
+    "Placement",
+    "check_on_mesh",
+    "check_pair",
+    "check_whole",
+    "gather",
+    "placement",
+    "redistribute",
+]

@@ -25,13 +25,12 @@ from topology.mesh import AbstractMesh, MeshError
 from .redistribute import (
     Placement,
     _check_block,
-    _check_source,
     _exchange,
     _logical,
-    check_on_mesh,
+    check_pair,
     placement,
 )
-from .tensorlayout import LayoutError, TensorLayout
+from .tensorlayout import TensorLayout
 
 _CHUNK = 1 << 20  # key combinations handled at once by the counting (bounds its memory)
 
@@ -146,20 +145,7 @@ def _relabelling(ranks: Sequence[int] | None, size: int) -> tuple[np.ndarray, np
 def _check_pair(
     src: TensorLayout, src_mesh: AbstractMesh, dst: TensorLayout, dst_mesh: AbstractMesh
 ) -> tuple[Placement, Placement]:
-    if src_mesh.size != dst_mesh.size:
-        raise MeshError(
-            f"source mesh {src_mesh} has {src_mesh.size} ranks, destination mesh "
-            f"{dst_mesh} has {dst_mesh.size}: they must be the same ranks"
-        )
-    splace = _check_source(src, src_mesh)
-    check_on_mesh(dst, dst_mesh)
-    if tuple(src.logical_shape) != tuple(dst.logical_shape):
-        raise LayoutError(
-            str(dst),
-            f"logical shape {dst.logical_shape} differs from the "
-            f"source's {src.logical_shape} ({src})",
-        )
-    return splace, placement(dst, dst_mesh)
+    return check_pair(src, src_mesh, dst, dst_mesh), placement(dst, dst_mesh)
 
 
 # -- who holds what --------------------------------------------------------------------------
