@@ -131,3 +131,32 @@ def ranks_per_node(args: argparse.Namespace, P: int) -> int:
 
 def add_json(p: argparse.ArgumentParser, what: str = "print one JSON object") -> None:
     p.add_argument("--json", action="store_true", help=what)
+
+
+def add_layouts(p: argparse.ArgumentParser, default: str = "native") -> None:
+    """--layouts for A, B and C together, --layout-a/-b/-c for one (layouts/named.py)."""
+    names = "native, rows, cols, block, block-cyclic:NB, or LAYOUT@MESH"
+    p.add_argument(
+        "--layouts",
+        default=default,
+        metavar="NAME",
+        help=f"where A and B start and C ends: {names} (e.g. ((4_r, 8), (2_c, 16))@r=4,c=2); "
+        f"anything but native times redistribution in and out (default {default})",
+    )
+    for m in "abc":
+        p.add_argument(
+            f"--layout-{m}",
+            metavar="NAME",
+            help=f"{m.upper()}'s layout alone (overrides --layouts)",
+        )
+    p.add_argument(
+        "--no-relabel",
+        action="store_true",
+        help="lay the algorithm's mesh on the ranks in order, instead of the order that moves "
+        "the fewest bytes (COSTA's relabelling)",
+    )
+
+
+def layout_specs(args: argparse.Namespace) -> dict[str, str]:
+    """{"A", "B", "C": spec} from --layouts and --layout-a/-b/-c."""
+    return {m.upper(): getattr(args, f"layout_{m}") or args.layouts for m in "abc"}

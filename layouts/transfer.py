@@ -43,8 +43,13 @@ def redistribute_between(
     dst_mesh: AbstractMesh,
     comm,
     ranks: Sequence[int] | None = None,
-) -> np.ndarray:
-    """This rank's block in ``dst`` (zeros at padding) from its block in ``src`` (step 0)."""
+    return_counts: bool = False,
+):
+    """This rank's block in ``dst`` (zeros at padding) from its block in ``src`` (step 0).
+
+    With ``return_counts``: (block, elements this rank sent to each communicator rank), the
+    entry for itself being the local copy; that row is ``exchange_counts``'s row for this
+    rank."""
     size, me = comm.Get_size(), comm.Get_rank()
     if src_mesh.size != size:
         raise MeshError(
@@ -77,10 +82,11 @@ def redistribute_between(
     mine = _holds(held, rbase, rres, np.full(rbase.shape, me))
     source = np.where(mine, me, rbase + splace.primary[rres])
 
-    got = _exchange(comm, vals[rows], dest[send], flat[rows], source, block.dtype)
+    sent = np.zeros(size, np.int64)
+    got = _exchange(comm, vals[rows], dest[send], flat[rows], source, block.dtype, sent)
     out = np.zeros(dst.block_shape, dtype=block.dtype)
     out[np.ix_(*rkeep)] = got.reshape([ix.size for ix in ridx])
-    return out
+    return (out, sent) if return_counts else out
 
 
 def exchange_counts(

@@ -1,0 +1,147 @@
+"""Where a multiplication's matrices start and end: the user's layouts of A, B and C, the moves
+into and out of an algorithm's native layouts, and the rank order that makes them cheapest.
+
+An end-to-end run redistributes A and B from the user's layouts into the algorithm's native
+ones (``redistribute_in``), multiplies, and redistributes C out into the user's layout
+(``redistribute_out``). The algorithm's mesh may be laid onto the job's ranks in any order
+(COSTA's relabelling): native mesh rank d runs on job rank ``ranks[d]``. Everything here is pure
+(no MPI): the runner executes the moves, the model prices their :func:`move_counts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from topology.mesh import AbstractMesh
+
+from .named import user_layout
+from .relabel import Relabelling, relabel
+from .tensorlayout import TensorLayout
+from .transfer import exchange_counts, overlap_counts
+
+NATIVE = "native"
+MATRICES = {"A": (0, 1), "B": (1, 2), "C": (0, 2)}  # the dimensions of (M, K, N) each spans
+INPUTS, OUTPUTS = ("A", "B"), ("C",)
+
+
+@dataclass(frozen=True)
+class UserLayout:
+    """One matrix's layout as the user gave it: ``spec`` as written, and the layout and mesh it
+    names (both None for ``native``: the algorithm's own layout, no move)."""
+
+    spec: str
+    layout: TensorLayout | None = None
+    mesh: AbstractMesh | None = None
+
+    @property
+    def native(self) -> bool:
+        return self.layout is None
+
+    def __str__(self) -> str:
+        return NATIVE if self.native else f"{self.layout}@{self.mesh}"
+
+
+@dataclass(frozen=True)
+class Move:
+    """One redistribution: ``matrix`` from ``src`` on ``src_mesh`` to ``dst`` on ``dst_mesh``;
+    ``into`` is True for A and B (user -> native), False for C (native -> user)."""
+
+    matrix: str
+    src: TensorLayout
+    src_mesh: AbstractMesh
+    dst: TensorLayout
+    dst_mesh: AbstractMesh
+    into: bool
+
+
+def user_layouts(
+    specs: Mapping[str, str], shape: tuple[int, int, int], P: int
+) -> dict[str, UserLayout]:
+    """{"A", "B", "C": UserLayout} for ``specs`` (names or LAYOUT@MESH, see layouts/named.py;
+    a missing matrix or ``native``: the algorithm's own). Bad specs raise LayoutError or
+    MeshError with one line naming the matrix."""
+    from topology.mesh import MeshError
+
+    from .tensorlayout import LayoutError
+
+    out = {}
+    for name, dims in MATRICES.items():
+        spec = (specs.get(name) or NATIVE).strip()
+        if spec == NATIVE:
+            out[name] = UserLayout(NATIVE)
+            continue
+        try:
+            layout, mesh = user_layout(spec, tuple(shape[d] for d in dims), P)
+        except MeshError as err:
+            raise MeshError(f"layout of {name}: {err}") from None
+        except LayoutError as err:
+            raise LayoutError(err.text, f"layout of {name}: {err.problem}") from None
+        out[name] = UserLayout(spec, layout, mesh)
+    return out
+
+
+def moves(users: Mapping[str, UserLayout], native: Mapping[str, tuple]) -> list[Move]:
+    """The redistributions an end-to-end run makes; ``native`` is {matrix: (layout, mesh)}."""
+    out = []
+    for name in INPUTS + OUTPUTS:
+        user = users[name]
+        if user.native:
+            continue
+        layout, mesh = native[name]
+        if name in INPUTS:
+            out.append(Move(name, user.layout, user.mesh, layout, mesh, True))
+        else:
+            out.append(Move(name, layout, mesh, user.layout, user.mesh, False))
+    return out
+
+
+def relabelling(all_moves: Sequence[Move], P: int, itemsize: int = 1) -> Relabelling:
+    """The order of the native mesh on the job's ranks that keeps the most elements of all
+    ``all_moves`` in place (one assignment for A, B and C together)."""
+    if not all_moves:
+        return Relabelling(tuple(range(P)), 0, 0)
+    kept = np.zeros((P, P), np.int64)  # [job rank, native mesh rank]
+    needed = np.zeros(P, np.int64)
+    for m in all_moves:
+        H, need = overlap_counts(m.src, m.src_mesh, m.dst, m.dst_mesh)
+        kept += H if m.into else H.T  # out: H[native s, user t], kept when s runs on t
+        needed += need
+    return relabel(kept, needed, itemsize)
+
+
+def move_counts(move: Move, ranks: Sequence[int] | None = None) -> np.ndarray:
+    """(P, P) elements job rank s sends job rank t in ``move`` when native mesh rank d runs on
+    job rank ``ranks[d]`` (the diagonal is copied locally)."""
+    P = move.src_mesh.size
+    pi = np.arange(P) if ranks is None else np.asarray(ranks, np.int64)
+    if move.into:  # the communicator is the job's: the destination is relabelled
+        return exchange_counts(move.src, move.src_mesh, move.dst, move.dst_mesh, pi)
+    inv = np.argsort(pi)  # out: on the relabelled communicator (rank = native mesh rank)
+    counts = exchange_counts(move.src, move.src_mesh, move.dst, move.dst_mesh, inv)
+    return counts[np.ix_(inv, inv)]
+
+
+def label(users: Mapping[str, UserLayout]) -> str:
+    """One word for a results table: the spec if A, B and C share it, else A=..,B=..,C=.."""
+    specs = [users[n].spec for n in MATRICES]
+    if len(set(specs)) == 1:
+        return specs[0]
+    return ",".join(f"{n}={users[n].spec}" for n in MATRICES)
+
+
+__all__ = [
+    "INPUTS",
+    "MATRICES",
+    "NATIVE",
+    "OUTPUTS",
+    "Move",
+    "UserLayout",
+    "label",
+    "move_counts",
+    "moves",
+    "relabelling",
+    "user_layouts",
+]
