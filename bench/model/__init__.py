@@ -13,7 +13,7 @@ from algorithms.events import level_bytes
 from topology.costs import EAGER_LIMIT, collective_seconds
 
 from .profile import Profile, ProfileError
-from .redistribution import redistribution_counts, redistribution_seconds
+from .redistribution import move_seconds, redistribution_seconds, transfer_seconds
 from .schedule import bytes_per_rank, schedule
 from .stated import stated_cost
 from .walk import Prediction, predict
@@ -27,8 +27,9 @@ __all__ = [
     "collective_seconds",
     "level_bytes",
     "predict",
-    "redistribution_counts",
+    "move_seconds",
     "redistribution_seconds",
     "schedule",
     "stated_cost",
+    "transfer_seconds",
 ]
