@@ -10,6 +10,11 @@ profile. Then, for every algorithm at every rank count it admits among --ranks a
   expected for every algorithm, since both come from the same loop);
 - time: predicted / measured total, with the median |predicted / measured - 1| overall and the
   worst per algorithm.
+With --phases every run is traced (viztracer, bench/trace.py) and each phase of the model
+(gemm, each collective kind, shifts, waits) is set against what the traces measured for it (the
+busiest rank's time in that phase, median over repetitions; bench/spans.phase_summary), so a miss
+is explained, not only counted: per run a `phases` column, then the median and worst
+|pred/meas - 1| per phase over all runs.
 With --trace-overhead it also times square runs with and without --trace.
 """
 
@@ -52,6 +57,38 @@ def calibrate(P: int, out: Path) -> None:
         print(f"  calibration failed ({state}, exit {rc}):\n{err.strip()[-600:]}", file=sys.stderr)
 
 
+def phase_errors(trace: Path, run: dict) -> dict[str, float]:
+    """{phase: predicted / measured} of one traced run (phases the model or the trace has)."""
+    from bench.spans import phase_summary, spans_table
+
+    summary = phase_summary(spans_table(trace), run)
+    return {
+        phase: v["predicted"] / v["measured"]
+        for phase, v in summary.items()
+        if phase != "total" and v["predicted"] and v["measured"]
+    }
+
+
+def print_phase_errors(table: pd.DataFrame) -> None:
+    """Per phase over all runs: how many runs have it, median and worst |pred/meas - 1|, and the
+    worst run."""
+    rows = []
+    for _, r in table.iterrows():
+        for phase, ratio in r["phases"].items():
+            rows.append((phase, ratio, f"{r['algo']} P={r['P']} {r['shape']}"))
+    if not rows:
+        return
+    per = pd.DataFrame(rows, columns=["phase", "ratio", "run"])
+    per["err"] = (per["ratio"] - 1).abs()
+    print("\nper phase, predicted / measured (traces):")
+    for phase, g in per.groupby("phase"):
+        worst = g.loc[g["err"].idxmax()]
+        print(
+            f"  {phase:<15} runs {len(g):3d}  median ratio {g['ratio'].median():.2f}  "
+            f"median |err| {g['err'].median():.2f}  worst {worst['ratio']:.2f} ({worst['run']})"
+        )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--profile", default="results/profile.json")
@@ -59,6 +96,7 @@ def main() -> None:
     p.add_argument("--algos", default=",".join(ALGORITHMS))
     p.add_argument("--shapes", default=",".join(SHAPES))
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--phases", action="store_true", help="trace runs; per-phase errors")
     p.add_argument("--trace-overhead", action="store_true")
     p.add_argument("--out", default="results/model_accuracy.csv")
     args = p.parse_args()
@@ -76,9 +114,18 @@ def main() -> None:
             for name in args.shapes.split(","):
                 shape = SHAPES[name]
                 print(f"P={P} {algo} {name}", file=sys.stderr, flush=True)
-                r = launch(
-                    P, run_argv(algo, shape, repeat=args.repeat, profile=str(profile), as_json=True)
-                )
+                with tempfile.TemporaryDirectory() as tmp:
+                    trace = f"{tmp}/trace" if args.phases else None
+                    argv = run_argv(
+                        algo,
+                        shape,
+                        repeat=args.repeat,
+                        profile=str(profile),
+                        trace=trace,
+                        as_json=True,
+                    )
+                    r = launch(P, argv)
+                    phases = phase_errors(Path(trace), r) if r and trace else {}
                 if not r:
                     continue
                 model_bytes = bytes_per_rank(module, module.plan(shape, P), np.float32)
@@ -95,6 +142,7 @@ def main() -> None:
                         "pred/meas": r["predicted_seconds"] / r["seconds"],
                         "bytes counted/model": ratio,
                         "bytes equal per rank": counted == model_bytes,
+                        **({"phases": phases} if args.phases else {}),
                     }
                 )
     table = pd.DataFrame(rows)
@@ -102,8 +150,13 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     with replacing(out) as tmp:
         table.to_csv(tmp, index=False)
-    with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
-        print(table.to_string(index=False))
+    shown = table.copy()
+    if "phases" in shown:
+        shown["phases"] = shown["phases"].map(
+            lambda d: " ".join(f"{k}={v:.2f}" for k, v in sorted(d.items()))
+        )
+    with pd.option_context("display.width", 250, "display.float_format", "{:.3f}".format):
+        print(shown.to_string(index=False))
     err = (table["pred/meas"] - 1).abs()
     equal = int(table["bytes equal per rank"].sum())
     print(
@@ -115,6 +168,8 @@ def main() -> None:
         "worst |pred/meas - 1| per algorithm: "
         + ", ".join(f"{a} {v:.3f}" for a, v in worst.items())
     )
+    if args.phases:
+        print_phase_errors(table)
     if args.trace_overhead:
         print("\ntracing overhead (square, median of runs):")
         for P in (int(x) for x in args.ranks.split(",")):
