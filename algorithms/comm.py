@@ -136,14 +136,9 @@ class Comm:
         over ``comm``; one ``alltoallv`` event with the bytes this rank sends other ranks."""
         with self.span("redistribute", matrix=matrix):
             out = transfer(block, comm)
-        me, counts = comm.Get_rank(), transfer.sendcounts
-        self._record(
-            kind="alltoallv",
-            group=comm.Get_size(),
-            nbytes=int(block.nbytes),
-            sent=int(counts.sum() - counts[me]) * block.itemsize,
-            messages=int(np.count_nonzero(counts)) - int(counts[me] > 0),
-        )
+        sent, messages = transfer.moving * block.itemsize, transfer.messages
+        size = comm.Get_size()
+        self._record(kind="alltoallv", group=size, nbytes=block.nbytes, sent=sent, messages=messages)
         return out
 
     def span(self, name: str, **args):

@@ -16,6 +16,7 @@ each destination rank needs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -50,6 +51,8 @@ class Transfer:
     src_shape: tuple[int, ...]
     dst_shape: tuple[int, ...]
     local_only: bool
+    moving: int  # elements this rank sends other ranks
+    messages: int  # the other ranks it sends any
 
     def __call__(self, block: np.ndarray, comm) -> np.ndarray:
         """This rank's destination block (zeros at padding) from its source ``block``."""
@@ -65,7 +68,8 @@ class Transfer:
                 [sendbuf, _counts(self.sendcounts), mpitype],
                 [recvbuf, _counts(self.recvcounts), mpitype],
             )
-        out = np.zeros(self.dst_shape, dtype=block.dtype)
+        full = self.recv_index.size == math.prod(self.dst_shape)  # no padding to zero
+        out = (np.empty if full else np.zeros)(self.dst_shape, dtype=block.dtype)
         out.reshape(-1)[self.recv_index] = recvbuf
         return out
 
@@ -123,6 +127,8 @@ def transfer(
         src_shape=tuple(src.block_shape),
         dst_shape=tuple(dst.block_shape),
         local_only=comm.allreduce(moving) == 0,
+        moving=moving,
+        messages=int(np.count_nonzero(sendcounts)) - int(sendcounts[me] > 0),
     )
 
 
