@@ -132,13 +132,11 @@ class Comm:
         return self.clock.hold(ev, started, disp) if self.clock is not None else 0.0
 
     def redistribute(self, block: np.ndarray, transfer, comm, matrix: str = "") -> np.ndarray:
-        """``block`` moved by ``transfer`` (a layouts.transfer.Transfer worked out beforehand)
-        over ``comm``; one ``alltoallv`` event with the bytes this rank sends other ranks."""
+        """``block`` moved by a layouts.transfer.Transfer over ``comm``: one alltoallv event."""
         with self.span("redistribute", matrix=matrix):
             out = transfer(block, comm)
-        sent, messages = transfer.moving * block.itemsize, transfer.messages
-        size = comm.Get_size()
-        self._record(kind="alltoallv", group=size, nbytes=block.nbytes, sent=sent, messages=messages)
+        g, sent, n = comm.Get_size(), transfer.moving * block.itemsize, transfer.messages
+        self._record(kind="alltoallv", group=g, nbytes=out.nbytes, sent=sent, messages=n)
         return out
 
     def span(self, name: str, **args):
