@@ -56,34 +56,49 @@ def kernel_and_end_to_end_figure(df, title: str, colours: dict):
 
 
 def phase_bars_figure(df, title: str):
-    """One stacked bar per configuration (algorithm, P, layouts): redistribute in, multiply,
+    """One stacked bar per configuration (algorithm, layouts): redistribute in, multiply,
     redistribute out, each its median (the medians need not add up to the end-to-end median,
-    drawn as a black tick); a cross where the model predicted the end-to-end time."""
+    drawn as a black tick); a red cross where the model predicted the end-to-end time. One
+    panel per P, each on its own scale (times fall with P)."""
     plt = _plt()
-    rows = df.assign(_order=[layout_order(df["layouts_in"]).index(v) for v in df["layouts_in"]])
-    rows = rows.sort_values(["algo", "P", "_order"])
-    fig, ax = plt.subplots(figsize=(max(7, 0.55 * len(rows) + 3), 5))
-    x = np.arange(len(rows))
-    bottom = np.zeros(len(rows))
-    for phase, column in PHASES:
-        v = rows[column].fillna(0).to_numpy(dtype=float) * 1e3
-        ax.bar(x, v, 0.7, bottom=bottom, color=_phase_colour(phase), edgecolor="0.3",
-               linewidth=0.5, label=phase)  # fmt: skip
-        bottom += v
-    ax.scatter(x, rows["seconds"] * 1e3, marker="_", s=300, color="k", zorder=3,
-               label="end to end (median)")  # fmt: skip
-    pred = rows["predicted_seconds"].to_numpy(dtype=float)
-    if np.isfinite(pred).any():
-        ax.scatter(x, pred * 1e3, marker="x", color="tab:red", zorder=4,
-                   label="predicted end to end")  # fmt: skip
-    ax.set_xticks(x)
-    ax.set_xticklabels(
-        [f"{a}\nP={int(p)}\n{lay}" for a, p, lay in rows[["algo", "P", "layouts_in"]].values],
-        fontsize=7,
-    )
-    ax.set_ylabel("time [ms] (median per phase)")
-    ax.set_title(title)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.grid(True, axis="y", alpha=0.3)
+    Ps = sorted(df["P"].unique())
+    widths = [df[df["P"] == P].shape[0] + 1 for P in Ps]
+    fig, axes = plt.subplots(
+        1, len(Ps), figsize=(max(7, 0.55 * sum(widths) + 3), 5), squeeze=False,
+        gridspec_kw={"width_ratios": widths},
+    )  # fmt: skip
+    order = layout_order(df["layouts_in"])
+    for ax, P in zip(axes[0], Ps, strict=True):
+        rows = df[df["P"] == P]
+        rows = rows.assign(_o=[order.index(v) for v in rows["layouts_in"]])
+        rows = rows.sort_values(["algo", "_o"])
+        x = np.arange(len(rows))
+        bottom = np.zeros(len(rows))
+        for phase, column in PHASES:
+            v = rows[column].fillna(0).to_numpy(dtype=float) * 1e3
+            ax.bar(x, v, 0.7, bottom=bottom, color=_phase_colour(phase), edgecolor="0.3",
+                   linewidth=0.5, label=phase)  # fmt: skip
+            bottom += v
+        total = rows["seconds"].to_numpy(dtype=float) * 1e3
+        ax.scatter(x, total, marker="_", s=300, color="k", zorder=3, label="end to end (median)")
+        pred = rows["predicted_seconds"].to_numpy(dtype=float) * 1e3
+        if np.isfinite(pred).any():
+            ax.scatter(x, pred, marker="x", color="tab:red", zorder=4,
+                       label="predicted end to end")  # fmt: skip
+        top = np.nanmax(np.concatenate([bottom, total, pred]))
+        ax.set_ylim(0, top * 1.08 if top > 0 else 1)
+        ax.set_xticks(x)
+        ax.set_xticklabels(
+            [f"{a}\n{_short(lay)}" for a, lay in rows[["algo", "layouts_in"]].values], fontsize=7
+        )
+        ax.set_title(f"P = {int(P)}", fontsize=10)
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("time [ms] (median per phase)")
+    axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def _short(text: str, most: int = 18) -> str:
+    return text if len(text) <= most else text[: most - 1] + "\u2026"

@@ -119,10 +119,10 @@ def section(r) -> None:
             title = f"Kernel and end to end, {shape} {dtype}"
             fig = figures.kernel_and_end_to_end_figure(g, title, r.colours)
             r.figure(fig, f"end_to_end_{name}.png", title)
-        for part, rows in _chunks(g, 36):
+        for part, rows in _chunks(g, 40):
             title = f"Phases per configuration, {shape} {dtype}" + part
             fig = figures.phase_bars_figure(rows, title)
-            r.figure(fig, f"phases_{name}{slug(part)}.png", title)
+            r.figure(fig, f"phases_{name}{'_' + slug(part) if part else ''}.png", title)
         order = g.assign(_o=[figures.layout_order(g["layouts_in"]).index(v)
                              for v in g["layouts_in"]])  # fmt: skip
         r.doc.table(
@@ -132,7 +132,7 @@ def section(r) -> None:
 
 
 def _chunks(g, most: int):
-    """The configurations of ``g`` in figures of at most ``most`` bars, split by P."""
+    """The configurations of ``g``: in one figure up to ``most`` bars, else a figure per P."""
     if len(g) <= most:
         yield "", g
         return

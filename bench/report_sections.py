@@ -104,6 +104,7 @@ def reading(r: Report, extra: list[str] = ()):
             + [
                 f"**{best['algo']}**" if separate else f"{best['algo']} or {g.iloc[1]['algo']}",
                 median_text(best, _fmt),
+                *([_fmt(best["multiply_seconds"])] if layouts else []),
                 _fmt(best["gflops"], 3),
                 runner,
             ]
@@ -193,7 +194,8 @@ def reading(r: Report, extra: list[str] = ()):
     r.doc.h(3, "Fastest algorithm per point")
     time = "end to end [s] [95% CI]" if layouts else "time [s] [95% CI]"
     heads = ["shape", "dtype", "P"] + (["layouts"] if layouts else [])
-    r.doc.table(heads + ["fastest", time, "GFLOP/s", "next"], fastest_rows)
+    time = [time, "its kernel [s]"] if layouts else [time]
+    r.doc.table(heads + ["fastest", *time, "GFLOP/s", "next"], fastest_rows)
     return pred, error_rows, data_rows
 
 
