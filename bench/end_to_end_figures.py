@@ -9,18 +9,13 @@ import numpy as np
 from layouts.endpoints import NATIVE
 
 from .figures import _log_y, _p_axis, _phase_colour, _plt
+from .report_stats import layout_order
 
 PHASES = (
     ("redistribute_in", "redistribute_in_seconds"),
     ("multiply", "multiply_seconds"),
     ("redistribute_out", "redistribute_out_seconds"),
 )
-
-
-def layout_order(values) -> list[str]:
-    """The layouts of a table, native first, the others as they sort."""
-    values = set(values)
-    return ([NATIVE] if NATIVE in values else []) + sorted(values - {NATIVE})
 
 
 def kernel_and_end_to_end_figure(df, title: str, colours: dict):

@@ -12,7 +12,7 @@ from layouts.endpoints import NATIVE
 from . import end_to_end_figures as figures
 from .figures import slug
 from .report_sections import _fmt, _mib
-from .report_stats import has_layouts
+from .report_stats import by_layouts, has_layouts, layout_order
 
 
 def _ratio(row) -> float:
@@ -27,7 +27,7 @@ def reading_lines(ok) -> list[str]:
     if not has_layouts(ok):
         return []
     lines = []
-    for name in figures.layout_order(ok["layouts_in"]):
+    for name in layout_order(ok["layouts_in"]):
         if name == NATIVE:
             continue
         g = ok[ok["layouts_in"] == name]
@@ -41,7 +41,7 @@ def reading_lines(ok) -> list[str]:
             f"redistribution is a median {100 * moved.median():.0f}% of the end-to-end time."
         )
     changed, points = [], 0
-    for (shape, dtype, P, name), g in ok.groupby(["shape", "dtype", "P", "layouts_in"]):
+    for (shape, dtype, P, name), g in by_layouts(ok.groupby(["shape", "dtype", "P", "layouts_in"])):
         if name == NATIVE or g["algo"].nunique() < 2:
             continue
         points += 1
@@ -123,7 +123,7 @@ def section(r) -> None:
             title = f"Phases per configuration, {shape} {dtype}" + part
             fig = figures.phase_bars_figure(rows, title)
             r.figure(fig, f"phases_{name}{'_' + slug(part) if part else ''}.png", title)
-        order = g.assign(_o=[figures.layout_order(g["layouts_in"]).index(v)
+        order = g.assign(_o=[layout_order(g["layouts_in"]).index(v)
                              for v in g["layouts_in"]])  # fmt: skip
         r.doc.table(
             HEADERS,

@@ -15,7 +15,7 @@ from layouts.endpoints import NATIVE
 
 from . import figures
 from .document import Doc
-from .report_stats import group_keys, has_layouts, median_text, verdict
+from .report_stats import by_layouts, group_keys, has_layouts, median_text, verdict
 from .spans import phase_summary, spans_table
 from .units import format_bytes
 
@@ -91,7 +91,8 @@ def reading(r: Report, extra: list[str] = ()):
     ok = r.ok
     lines, fastest_rows, error_rows, data_rows, ties = [], [], [], [], []
     layouts = has_layouts(ok)
-    for key, g in ok.groupby(group_keys(ok, ["shape", "dtype", "P"])):
+    groups = ok.groupby(group_keys(ok, ["shape", "dtype", "P"]))
+    for key, g in by_layouts(groups) if layouts else groups:
         shape, dtype, P = key[:3]
         at = [key[3]] if layouts else []  # the layouts column
         g = g.sort_values("seconds")
@@ -207,7 +208,8 @@ def scaling(r: Report) -> None:
         r.doc.h(2, f"{kind.capitalize()} scaling")
         base = ["dtype"] if kind == "weak" else ["shape", "dtype"]
         keys = group_keys(part, base)
-        for key, g in part.groupby(keys):
+        groups = part.groupby(keys)
+        for key, g in by_layouts(groups) if len(keys) > len(base) else groups:
             key = key if isinstance(key, tuple) else (key,)
             if g["P"].nunique() < 2:
                 continue

@@ -89,6 +89,20 @@ def has_layouts(df) -> bool:
     return "layouts_in" in df and bool((df["layouts_in"] != NATIVE).any())
 
 
+def layout_order(values) -> list[str]:
+    """The layouts of a table, native first, the others as they sort."""
+    values = set(values)
+    return ([NATIVE] if NATIVE in values else []) + sorted(values - {NATIVE})
+
+
+def by_layouts(groups) -> list:
+    """``(key, group)`` pairs of a groupby whose last key is ``layouts_in``, native first within
+    the same other keys (a groupby sorts the layouts by name)."""
+    groups = list(groups)
+    order = layout_order(k[-1] for k, _ in groups)
+    return sorted(groups, key=lambda kg: (kg[0][:-1], order.index(kg[0][-1])))
+
+
 def group_keys(df, keys: list[str]) -> list[str]:
     """``keys``, and ``layouts_in`` where the table has layouts: a run from block layouts is a
     different problem from the same run from native ones, not a competitor."""
