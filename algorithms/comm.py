@@ -131,6 +131,21 @@ class Comm:
         (0: no hold)."""
         return self.clock.hold(ev, started, disp) if self.clock is not None else 0.0
 
+    def redistribute(self, block: np.ndarray, transfer, comm, matrix: str = "") -> np.ndarray:
+        """``block`` moved by ``transfer`` (a layouts.transfer.Transfer worked out beforehand)
+        over ``comm``; one ``alltoallv`` event with the bytes this rank sends other ranks."""
+        with self.span("redistribute", matrix=matrix):
+            out = transfer(block, comm)
+        me, counts = comm.Get_rank(), transfer.sendcounts
+        self._record(
+            kind="alltoallv",
+            group=comm.Get_size(),
+            nbytes=int(block.nbytes),
+            sent=int(counts.sum() - counts[me]) * block.itemsize,
+            messages=int(np.count_nonzero(counts)) - int(counts[me] > 0),
+        )
+        return out
+
     def span(self, name: str, **args):
         """A trace span (no-op without a tracer)."""
         if self.tracer is None:

@@ -34,6 +34,7 @@ class Event:
     """One entry of the schedule a rank executed."""
 
     kind: str  # shift | bcast | allgather | reduce_scatter | allreduce | gemm | copy | wait
+    # | alltoallv (a redistribution between layouts, outside the multiplication)
     axes: tuple[str, ...] = ()
     group: int = 1  # ranks taking part (1 for a GEMM)
     nbytes: int = 0  # payload: the buffer (for allgather: this rank's piece)

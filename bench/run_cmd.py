@@ -13,11 +13,12 @@ import sys
 
 import numpy as np
 
+from .endtoend import PHASES, end_to_end, job_comm
 from .errors import UsageError
 from .faults import fault_from_env
 from .metadata import collect
-from .model import Profile, predict, schedule
-from .options import add_json, add_plan_arguments, add_profile
+from .model import Profile, move_seconds, predict, schedule
+from .options import add_json, add_layouts, add_plan_arguments, add_profile, layout_specs
 from .runner import (
     Repetitions,
     bound_layouts,
@@ -51,6 +52,7 @@ def positive_float(text: str) -> float:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_plan_arguments(p)
+    add_layouts(p, default="native")
     p.add_argument(
         "--repeat",
         type=repeat_count,
@@ -127,6 +129,9 @@ def main(args) -> int:
     dtype = np.dtype(args.dtype)
     check_memory(plan, dtype, facts["ranks_per_node"])
     tree, binding, links = tree_setup(args, plan, args.emulate_links)
+    e2e = end_to_end(layout_specs(args), plan, dtype.itemsize, relabel=not args.no_relabel)
+    if tree is not None and not e2e.native:
+        raise UsageError("--layouts other than native are not supported with --topology yet")
     from topology import Mesh
 
     tracer = None
@@ -134,7 +139,8 @@ def main(args) -> int:
         from .trace import Tracer
 
         tracer = Tracer(args.trace, world.Get_rank())
-    mesh = Mesh(plan.mesh, world, binding=binding, tree=tree)
+    job = job_comm(world, e2e)  # every rank has validated everything: collectives from here
+    mesh = Mesh(plan.mesh, job, binding=binding, tree=tree)
     result, blocks = run_plan(
         module,
         plan,
@@ -146,6 +152,8 @@ def main(args) -> int:
         tracer,
         links=links,
         fault=fault,
+        e2e=e2e,
+        world=world,
     )
     result.update(facts)
     result.update(collect(world))  # a collective: every rank gathers the host names
@@ -162,13 +170,20 @@ def main(args) -> int:
             }
         )
     if profile is not None:
+        rpn = facts["ranks_per_node"]
         events = schedule(module, plan, 0, dtype, binding, tree)
-        result.update(
-            predict(events, profile, str(dtype), facts["ranks_per_node"], links=links).as_dict()
-        )
+        kernel = predict(events, profile, str(dtype), rpn, links=links).as_dict()
+        moved = move_seconds(e2e.moves, e2e.ranks, profile, dtype.itemsize, rpn)
+        result.update(kernel)
+        result["predicted_multiply_seconds"] = kernel["predicted_seconds"]
+        for phase, seconds in moved.items():
+            result[f"predicted_{phase}_seconds"] = seconds
+        result["predicted_seconds"] = kernel["predicted_seconds"] + sum(moved.values())
     if args.dump:
-        dump(plan, mesh, blocks, args.dump)
+        dump(plan, mesh, blocks, args.dump, e2e, world)
     mesh.free()
+    if job is not world:
+        job.Free()
     if tracer is not None:
         save_trace(tracer, result, world)
     if world.Get_rank() == 0:
@@ -202,7 +217,8 @@ def format_result(r: dict) -> str:
         f"(min {r['seconds_min']:.4f}, max {r['seconds_max']:.4f})   {r['gflops']:.1f} GFLOP/s",
         f"interval     {low:.4f} .. {high:.4f} s ({r['ci_method']})"
         + ("; --repeat auto" if r.get("repeat_mode") == "auto" else ""),
-        f"compute-only {r['compute_seconds']:.4f} s   ratio compute/total {r['compute_ratio']:.3f}",
+        f"compute-only {r['compute_seconds']:.4f} s   ratio compute/kernel "
+        f"{r['compute_ratio']:.3f}",
         f"sent         {mib(r['bytes_sent'])} in total, per rank min {mib(min(per))} / "
         f"max {mib(max(per))}; {r['messages']} messages",
         f"peak memory  {mib(r['peak_memory_bytes'])} (largest rank, RSS)",
@@ -211,6 +227,32 @@ def format_result(r: dict) -> str:
         f"machine      {r['mpi_library']}; {r['cores']} cores, {r['ranks_per_node']} ranks/node, "
         f"{r['blas_threads']} BLAS thread(s) per rank",
     ]
+    if r.get("layout_label", "native") != "native":
+        lines[1:1] = [
+            "user layouts (where A and B start, C ends):",
+            *(f"  {n}  {text}" for n, text in r["layouts_user"].items()),
+        ]
+        lines[lines.index("layouts:")] = "native layouts:"
+        ph = r["phases"]
+        at = next(i for i, line in enumerate(lines) if line.startswith("time "))
+        lines[at] = lines[at].replace("time        ", "end to end  ")
+        lines.insert(
+            at + 1,
+            "phases       "
+            + ", ".join(
+                f"{p.replace('_', ' ')} {ph[p]['seconds']:.4f} s"
+                + (f" ({mib(max(ph[p]['bytes_sent_per_rank']))}/rank)" if p != "multiply" else "")
+                for p in PHASES
+            )
+            + f"; end to end / kernel {r['seconds'] / r['multiply_seconds']:.2f}",
+        )
+        rl = r["relabel"]
+        lines.insert(
+            at + 2,
+            f"relabel      {'on' if rl['enabled'] else 'off'}: redistribution moves "
+            f"{mib(rl['bytes_after'])} (in order: {mib(rl['bytes_before'])}, saved "
+            f"{mib(rl['bytes_saved'])})",
+        )
     if "topology" in r:
         sizes = ", ".join(f"{k}={v}" for k, v in r["tree"].items())
         emulated = f"{r['emulate_links']} (emulated)" if r["emulate_links"] else "not emulated"
@@ -225,6 +267,12 @@ def format_result(r: dict) -> str:
         )
     if "predicted_seconds" in r:
         phases = ", ".join(f"{k} {v:.4f}" for k, v in sorted(r["predicted_phases"].items()))
+        if r.get("layout_label", "native") != "native":
+            phases += "; " + ", ".join(
+                f"{p.replace('_', ' ')} {r[f'predicted_{p}_seconds']:.4f}"
+                for p in PHASES
+                if p != "multiply"
+            )
         lines.append(
             f"model        {r['predicted_seconds']:.4f} s predicted "
             f"(measured / predicted {r['seconds'] / r['predicted_seconds']:.2f}); {phases}"

@@ -166,52 +166,97 @@ def run_plan(
     tracer=None,
     links=None,
     fault=None,
+    e2e=None,
+    world=None,
 ):
     """Set up, time, measure the compute-only baseline and verify.
 
-    Returns the result record and this rank's blocks {"A", "B", "C"} (held order). ``repeat``
-    is a count or a :class:`Repetitions` rule. ``fault`` (bench/faults.py) makes this rank fail
-    where it says, or (mode=delay) stretches its timed repetitions."""
+    Returns the result record and this rank's blocks {"A", "B", "C"} (held order; in the user's
+    layouts for an end-to-end run). ``repeat`` is a count or a :class:`Repetitions` rule.
+    ``fault`` (bench/faults.py) makes this rank fail where it says, or (mode=delay) stretches its
+    timed repetitions. ``e2e`` (bench/endtoend.EndToEnd) starts A and B in the user's layouts
+    and ends C in theirs, timing each phase; ``world`` is then the job's communicator, whose
+    ranks the user's layouts number (``mesh.comm`` may be relabelled)."""
     from algorithms.comm import Comm
     from layouts import generate_block
 
-    world = mesh.comm
+    from .endtoend import PHASES, Pipeline
+
+    world = mesh.comm if world is None else world
     reps = repeat if isinstance(repeat, Repetitions) else Repetitions(count=repeat)
     hit = fault.trigger_for(world.Get_rank()) if fault is not None else None
     delay = fault.delay_for(world.Get_rank(), plan.algo) if fault is not None else 1.0
-    a = generate_block(plan.A, mesh.coords, SEED_A, dtype)
-    b = generate_block(plan.B, mesh.coords, SEED_B, dtype)
-    state = module.prepare(plan, a, b, mesh.coords)
+    end_to_end = e2e is not None and not e2e.native
+    blocks = {}
+    for name, seed in (("A", SEED_A), ("B", SEED_B)):
+        user = e2e.users[name] if end_to_end else None
+        if user is None or user.native:
+            blocks[name] = generate_block(getattr(plan, name), mesh.coords, seed, dtype)
+        else:
+            coords = user.mesh.coords(world.Get_rank())
+            blocks[name] = generate_block(user.layout, coords, seed, dtype)
     if hit:
         hit("setup")
     comm = Comm(mesh, tracer=tracer, links=links, emulate=links is not None, fault=hit)
-    times, c = _timed(
-        lambda: module.multiply(plan, comm, state), comm, world, warmup, reps, tracer, delay
-    )
+    if end_to_end:
+        io = Comm(mesh, tracer=tracer)
+        pipeline = Pipeline(module, plan, mesh, world, e2e, io, comm, blocks)
+        times, c = _timed(pipeline, [comm, io], world, warmup, reps, tracer, delay)
+        state = pipeline.state
+        laps = {p: pipeline.laps[p][-len(times) :] for p in PHASES}
+        redistributed = pipeline.sent
+    else:
+        state = module.prepare(plan, blocks["A"], blocks["B"], mesh.coords)
+        times, c = _timed(
+            lambda: module.multiply(plan, comm, state), [comm], world, warmup, reps, tracer, delay
+        )
+        laps = {"redistribute_in": [0.0] * len(times), "multiply": times}
+        laps["redistribute_out"] = laps["redistribute_in"]
+        redistributed = {"redistribute_in": 0, "redistribute_out": 0}
     compute = Comm(mesh, execute=False)
     compute_times, _ = _timed(
         lambda: module.multiply(plan, compute, state),
-        compute,
+        [compute],
         world,
         min(warmup, 1),
         Repetitions(count=len(times)),
     )
     sent = world.allgather(comm.bytes_sent)
+    phase_sent = world.allgather(redistributed)
     per_level = world.allgather(level_bytes(comm.events))
     messages = world.allreduce(comm.messages)
     peak = world.allreduce(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, op=_max())
     method = method_for(plan.shape) if verify == "auto" else verify
     if hit:
         hit("verify")
+    c_layout, c_mesh = None, mesh  # C where the run left it; its mesh rank 0 gathers
+    root = e2e.ranks[0] if e2e is not None else 0
+    user_c = e2e.users["C"] if end_to_end else None
+    if user_c is not None and not user_c.native:
+        from topology import Mesh
+
+        c_layout, c_mesh, root = user_c.layout, Mesh(user_c.mesh, world), 0
     if method == "exact":
-        err = world.bcast(exact(plan, mesh, c, dtype), root=0)
+        err = world.bcast(exact(plan, c_mesh, c, dtype, c_layout), root=root)
     else:
-        err = freivalds(plan, mesh, world, c, dtype)
+        err = freivalds(plan, c_mesh, world, c, dtype, c_layout)
+    if c_mesh is not mesh:
+        c_mesh.free()
     tol = tolerance(dtype, plan.shape[1])
     median = statistics.median(times)
     seconds_ci, ci_method = interval(times)
     compute_median = statistics.median(compute_times)
-    return {
+    kernel = statistics.median(laps["multiply"])
+    phases = {
+        p: {
+            "seconds": statistics.median(laps[p]),
+            "bytes_sent_per_rank": [
+                int(s) for s in (sent if p == "multiply" else [r[p] for r in phase_sent])
+            ],
+        }
+        for p in PHASES
+    }
+    record = {
         "algo": plan.algo,
         "P": plan.P,
         "grid": list(plan.grid),
@@ -229,9 +274,12 @@ def run_plan(
         "repeat": len(times),
         "repeat_mode": reps.mode,
         "gflops": plan.flops / median / 1e9,
+        "multiply_seconds": kernel,
+        "multiply_samples": laps["multiply"],
+        "phases": phases,
         "compute_seconds": compute_median,
         "compute_samples": compute_times,
-        "compute_ratio": compute_median / median,
+        "compute_ratio": compute_median / kernel,
         "verified": bool(err <= tol),
         "verify_method": method,
         "max_rel_error": err,
@@ -242,7 +290,11 @@ def run_plan(
         "peak_memory_bytes": int(peak),
         "layouts": plan.describe(),
         **({"level_bytes": _sum_levels(per_level)} if mesh.binding is not None else {}),
-    }, {"A": a, "B": b, "C": c}
+    }
+    if e2e is not None:
+        record.update(e2e.as_dict())
+    c_blocks = {"A": blocks["A"], "B": blocks["B"], "C": c}
+    return record, c_blocks
 
 
 def _sum_levels(per_rank: list[dict]) -> dict:
@@ -258,7 +310,7 @@ def _max():
     return MPI.MAX
 
 
-def _timed(fn, comm, world, warmup: int, reps: Repetitions, tracer=None, delay: float = 1.0):
+def _timed(fn, comms, world, warmup: int, reps: Repetitions, tracer=None, delay: float = 1.0):
     """Run ``fn`` warmup times, then timed until ``reps`` says stop, with a barrier before and
     after each timed one. Returns (this rank's times, the last output).
 
@@ -270,18 +322,22 @@ def _timed(fn, comm, world, warmup: int, reps: Repetitions, tracer=None, delay: 
     from mpi4py import MPI
 
     out = None
-    comm.tracer = None
+    for comm in comms:
+        comm.tracer = None
     for _ in range(warmup):
-        comm.reset()
+        for comm in comms:
+            comm.reset()
         world.Barrier()
         out = fn()
-    comm.tracer = tracer
+    for comm in comms:
+        comm.tracer = tracer
     times: list[float] = []
     root = world.Get_rank() == 0
     done = False
     while not done:
         rep = len(times)
-        comm.reset()
+        for comm in comms:
+            comm.reset()
         world.Barrier()
         t0 = MPI.Wtime()
         if tracer is not None:
@@ -302,19 +358,26 @@ def _timed(fn, comm, world, warmup: int, reps: Repetitions, tracer=None, delay: 
     return times, out
 
 
-def dump(plan, mesh, blocks: dict, directory: str) -> None:
-    """Gather A, B and C on rank 0 and write them (each file replaced atomically)."""
+def dump(plan, mesh, blocks: dict, directory: str, e2e=None, world=None) -> None:
+    """Gather A, B and C on one rank and write them (each file replaced atomically): from the
+    user's layouts where ``e2e`` names them, else from the plan's (bound onto the tree when
+    there is one)."""
     from layouts.redistribute import gather
+    from topology import Mesh
 
-    layouts = {"A": plan.A, "B": plan.B, "C": plan.C}
-    target = mesh
-    if mesh.binding is not None:  # bound layouts on the tree itself
-        from layouts import bind_layout
+    for name, block in blocks.items():
+        user = e2e.users[name] if e2e is not None else None
+        if user is not None and not user.native:
+            target = Mesh(user.mesh, world)
+            arr = gather(block, user.layout, target)
+            target.free()
+        elif mesh.binding is not None:  # bound layouts on the tree itself
+            from layouts import bind_layout
 
-        layouts = {n: bind_layout(lay, mesh.binding, mesh.tree) for n, lay in layouts.items()}
-        target = mesh.physical
-    gathered = {name: gather(block, layouts[name], target) for name, block in blocks.items()}
-    if mesh.comm.Get_rank() == 0:
-        os.makedirs(directory, exist_ok=True)
-        for name, arr in gathered.items():
+            layout = bind_layout(getattr(plan, name), mesh.binding, mesh.tree)
+            arr = gather(block, layout, mesh.physical)
+        else:
+            arr = gather(block, getattr(plan, name), mesh)
+        if arr is not None:
+            os.makedirs(directory, exist_ok=True)
             save_npy_atomic(os.path.join(directory, f"{name}.npy"), arr)

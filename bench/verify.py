@@ -31,16 +31,18 @@ def _is_primary(layout, mesh) -> bool:
     return all(mesh.coords[lv] == 0 for lv in layout.replicated_levels(mesh.names))
 
 
-def freivalds(plan, mesh, world, c_block: np.ndarray, dtype) -> float:
-    """max |C x - A (B x)| / max |A (B x)| for a fixed pseudo-random x, every rank taking part."""
+def freivalds(plan, mesh, world, c_block: np.ndarray, dtype, c_layout=None) -> float:
+    """max |C x - A (B x)| / max |A (B x)| for a fixed pseudo-random x, every rank taking part.
+    ``c_block`` is in ``c_layout`` (default the plan's C) on ``mesh``."""
     from mpi4py import MPI
 
+    layout = plan.C if c_layout is None else c_layout
     M, K, N = plan.shape
     P, r = world.Get_size(), world.Get_rank()
     x = values(SEED_X, np.arange(N))
     y = np.zeros(M)
-    if _is_primary(plan.C, mesh):
-        rows, cols = held_indices(plan.C, mesh.coords)
+    if _is_primary(layout, mesh):
+        rows, cols = held_indices(layout, mesh.coords)
         keep_r, keep_c = rows < M, cols < N
         y[rows[keep_r]] = c_block[np.ix_(keep_r, keep_c)].astype(np.float64) @ x[cols[keep_c]]
     world.Allreduce(MPI.IN_PLACE, y, op=MPI.SUM)
@@ -57,12 +59,15 @@ def freivalds(plan, mesh, world, c_block: np.ndarray, dtype) -> float:
     return float(np.max(np.abs(y - z)) / max(np.max(np.abs(z)), 1e-300))
 
 
-def exact(plan, mesh, c_block: np.ndarray, dtype) -> float | None:
+def exact(plan, mesh, c_block: np.ndarray, dtype, c_layout=None) -> float | None:
     """Gather C on rank 0 and compare with the float64 product of the same inputs (rank 0 only
-    returns a value; the caller broadcasts it)."""
+    returns a value; the caller broadcasts it). ``c_block`` is in ``c_layout`` (default the
+    plan's C) on ``mesh``."""
     from layouts.redistribute import gather
 
-    if getattr(mesh, "binding", None) is not None:  # on a tree: the bound layout, tree ranks
+    if c_layout is not None:
+        c = gather(c_block, c_layout, mesh)
+    elif getattr(mesh, "binding", None) is not None:  # on a tree: the bound layout, tree ranks
         from layouts import bind_layout
 
         c = gather(c_block, bind_layout(plan.C, mesh.binding, mesh.tree), mesh.physical)

@@ -200,16 +200,14 @@ def _send_side(block, src: TensorLayout, place: Placement, rank: int, coords):
     return idx, mine, vals, flat[mine]
 
 
-def _exchange(comm, vals, dest, flat, source, dtype, sent: np.ndarray | None = None) -> np.ndarray:
+def _exchange(comm, vals, dest, flat, source, dtype) -> np.ndarray:
     """The one Alltoallv. Send vals[i] to dest[i] ordered by (dest, flat); return what arrives,
     indexed like ``source`` (primary source rank of each element this rank receives, in
-    increasing flat-index order). ``sent``, if given, receives the elements sent to each rank."""
+    increasing flat-index order)."""
     size = comm.Get_size()
     order = np.lexsort((flat, dest))
     sendbuf = np.ascontiguousarray(vals[order], dtype=dtype)
     sendcounts = np.bincount(dest, minlength=size)
-    if sent is not None:
-        sent[:] = sendcounts
     recvcounts = np.bincount(source, minlength=size)
     recvbuf = np.empty(source.size, dtype=dtype)
     mpitype = _mpi_type(dtype)

@@ -17,6 +17,7 @@ each destination rank needs.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,8 +26,8 @@ from topology.mesh import AbstractMesh, MeshError
 from .redistribute import (
     Placement,
     _check_block,
-    _exchange,
     _logical,
+    _mpi_type,
     check_pair,
     placement,
 )
@@ -35,21 +36,50 @@ from .tensorlayout import TensorLayout
 _CHUNK = 1 << 20  # key combinations handled at once by the counting (bounds its memory)
 
 
-def redistribute_between(
-    block: np.ndarray,
+@dataclass(frozen=True, eq=False)
+class Transfer:
+    """One rank's part of a redistribution, worked out once (COSTA's plan) and run any number
+    of times: which elements of its source block go to which rank, in send order, and where
+    each element it receives lands in its destination block. ``local_only``: no rank sends
+    another anything (every element is already where it goes), so running it is a copy."""
+
+    send_index: np.ndarray  # flat positions in the source block, in send order
+    sendcounts: np.ndarray  # elements to each communicator rank (to itself: the local copy)
+    recv_index: np.ndarray  # flat positions in the destination block, in receive order
+    recvcounts: np.ndarray
+    src_shape: tuple[int, ...]
+    dst_shape: tuple[int, ...]
+    local_only: bool
+
+    def __call__(self, block: np.ndarray, comm) -> np.ndarray:
+        """This rank's destination block (zeros at padding) from its source ``block``."""
+        if block.shape != self.src_shape:
+            raise ValueError(f"block of shape {block.shape}, the transfer is from {self.src_shape}")
+        sendbuf = np.take(block.reshape(-1), self.send_index)
+        if self.local_only:
+            recvbuf = sendbuf
+        else:
+            recvbuf = np.empty(self.recv_index.size, dtype=block.dtype)
+            mpitype = _mpi_type(block.dtype)
+            comm.Alltoallv(
+                [sendbuf, _counts(self.sendcounts), mpitype],
+                [recvbuf, _counts(self.recvcounts), mpitype],
+            )
+        out = np.zeros(self.dst_shape, dtype=block.dtype)
+        out.reshape(-1)[self.recv_index] = recvbuf
+        return out
+
+
+def transfer(
     src: TensorLayout,
     src_mesh: AbstractMesh,
     dst: TensorLayout,
     dst_mesh: AbstractMesh,
     comm,
     ranks: Sequence[int] | None = None,
-    return_counts: bool = False,
-):
-    """This rank's block in ``dst`` (zeros at padding) from its block in ``src`` (step 0).
-
-    With ``return_counts``: (block, elements this rank sent to each communicator rank), the
-    entry for itself being the local copy; that row is ``exchange_counts``'s row for this
-    rank."""
+) -> Transfer:
+    """This rank's :class:`Transfer` from ``src`` on ``src_mesh`` to ``dst`` on ``dst_mesh``
+    (a collective: the ranks agree whether any data moves between them)."""
     size, me = comm.Get_size(), comm.Get_rank()
     if src_mesh.size != size:
         raise MeshError(
@@ -57,12 +87,11 @@ def redistribute_between(
         )
     to_comm, from_comm = _relabelling(ranks, size)
     splace, dplace = _check_pair(src, src_mesh, dst, dst_mesh)
-    block = _check_block(block, src)
     held = _held_table(splace, size)
 
     # send: every destination holder of my elements that gets them from me
     idx, keep = _logical(src, src_mesh.coords(me))
-    vals = block[np.ix_(*keep)].ravel()
+    pos = _positions(keep, src.block_shape)
     flat = np.ravel_multi_index(np.meshgrid(*idx, indexing="ij"), src.logical_shape).ravel()
     sbase, sres = splace.locate(idx)
     primary = sbase + splace.primary[sres]
@@ -71,6 +100,8 @@ def redistribute_between(
     has = _holds(held, sbase[:, None], sres[:, None], dest)
     send = real & ((dest == me) | (~has & (primary == me)[:, None]))
     rows = np.nonzero(send)[0]
+    dest = dest[send]
+    order = np.lexsort((flat[rows], dest))
 
     # receive: the elements my destination block needs, by source
     dcoords = dst_mesh.coords(int(from_comm[me]))
@@ -82,11 +113,32 @@ def redistribute_between(
     mine = _holds(held, rbase, rres, np.full(rbase.shape, me))
     source = np.where(mine, me, rbase + splace.primary[rres])
 
-    sent = np.zeros(size, np.int64)
-    got = _exchange(comm, vals[rows], dest[send], flat[rows], source, block.dtype, sent)
-    out = np.zeros(dst.block_shape, dtype=block.dtype)
-    out[np.ix_(*rkeep)] = got.reshape([ix.size for ix in ridx])
-    return (out, sent) if return_counts else out
+    sendcounts = np.bincount(dest, minlength=size)
+    moving = int(sendcounts.sum() - sendcounts[me])
+    return Transfer(
+        send_index=pos[rows][order],
+        sendcounts=sendcounts,
+        recv_index=_positions(rkeep, dst.block_shape)[np.argsort(source, kind="stable")],
+        recvcounts=np.bincount(source, minlength=size),
+        src_shape=tuple(src.block_shape),
+        dst_shape=tuple(dst.block_shape),
+        local_only=comm.allreduce(moving) == 0,
+    )
+
+
+def redistribute_between(
+    block: np.ndarray,
+    src: TensorLayout,
+    src_mesh: AbstractMesh,
+    dst: TensorLayout,
+    dst_mesh: AbstractMesh,
+    comm,
+    ranks: Sequence[int] | None = None,
+) -> np.ndarray:
+    """This rank's block in ``dst`` (zeros at padding) from its block in ``src`` (step 0):
+    :func:`transfer` worked out and run once."""
+    block = _check_block(block, src)
+    return transfer(src, src_mesh, dst, dst_mesh, comm, ranks)(block, comm)
 
 
 def exchange_counts(
@@ -154,6 +206,18 @@ def _check_pair(
     return check_pair(src, src_mesh, dst, dst_mesh), placement(dst, dst_mesh)
 
 
+def _positions(keep: tuple[np.ndarray, ...], shape) -> np.ndarray:
+    """Flat positions in a block of ``shape`` of the elements the per-dim masks select, in
+    row-major order (the order ``block[np.ix_(*keep)].ravel()`` lists them)."""
+    picked = [np.nonzero(k)[0] for k in keep]
+    return np.ravel_multi_index(np.meshgrid(*picked, indexing="ij"), shape).ravel()
+
+
+def _counts(counts: np.ndarray) -> tuple[list[int], list[int]]:
+    """(counts, displacements) as Alltoallv takes them."""
+    return counts.tolist(), np.concatenate(([0], np.cumsum(counts)[:-1])).tolist()
+
+
 # -- who holds what --------------------------------------------------------------------------
 def _held_table(place: Placement, size: int) -> np.ndarray:
     """(n_time, P) bool: [residue, offset] whether base + offset holds an element of residue."""
@@ -201,4 +265,4 @@ def _keys(src: TensorLayout, splace: Placement, dplace: Placement):
         yield k[:, 0], k[:, 1] % splace.n_time, k[:, 2], k[:, 3] % dplace.n_time, c
 
 
-__all__ = ["redistribute_between", "exchange_counts", "overlap_counts"]
+__all__ = ["Transfer", "exchange_counts", "overlap_counts", "redistribute_between", "transfer"]

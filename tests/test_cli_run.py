@@ -37,6 +37,26 @@ def test_json_record():
     assert rec["bytes_sent"] == 4 * 4 * (32 * 24 + 24 * 20)  # each rank shifts A and B once
 
 
+def test_json_record_from_user_layouts(tmp_path):
+    """--layouts: phases, kernel and end-to-end seconds, the layouts given; --dump gathers the
+    user's layouts, so the files are the same matrices as a native run's."""
+    r = distmm_mpi(
+        4,
+        *("run", "summa25d", "--shape", "23,17,19", "--dtype", "float64", "--json"),
+        *("--layouts", "block-cyclic:4", "--layout-c", "cols", "--dump", str(tmp_path)),
+    )
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(r.stdout.strip().splitlines()[-1])
+    assert rec["verified"] is True
+    assert set(rec["phases"]) == {"redistribute_in", "multiply", "redistribute_out"}
+    assert rec["seconds"] >= rec["multiply_seconds"] == rec["phases"]["multiply"]["seconds"]
+    assert rec["layouts_given"] == {"A": "block-cyclic:4", "B": "block-cyclic:4", "C": "cols"}
+    assert rec["layout_label"] == "A=block-cyclic:4,B=block-cyclic:4,C=cols"
+    assert rec["layouts_user"]["C"].endswith("@c=4")
+    a, b, c = (np.load(tmp_path / f"{m}.npy") for m in "ABC")
+    np.testing.assert_allclose(c, a @ b, rtol=1e-12, atol=1e-12)
+
+
 # (algorithm, ranks, extra flags): every algorithm at rank counts up to 16, checked from --dump
 DUMP_CASES = [
     ("cannon", 1, []),
@@ -93,6 +113,9 @@ BAD = [
     (["run", "summa", "--shape", "8,8,8", "--fop", "1,1,3"], "summa takes no --fop"),
     (["run", "summa", "--shape", "8,8,8", "--repeat", "0"], "must be at least 1"),
     (["run", "summa", "--shape", "8,8,8", "--dump", "/nonexistent/dir/x"], "does not exist"),
+    (["run", "summa", "--shape", "8,8,8", "--layouts", "diagonal"], "unknown layout name"),
+    (["run", "summa", "--shape", "8,8,8", "--layout-b", "[r=S(0)]@r=2"], "layout of B"),
+    (["run", "summa", "--shape", "8,8,8", "--layout-c", "((8), (8))@r=2"], "multiply to 2 ranks"),
 ]
 
 

@@ -56,7 +56,7 @@ def test_delay_stretches_each_timed_repetition():
 
     world = MPI.COMM_WORLD
     delay = fault_from_env({"DISTMM_FAULT": "mode=delay,factor=1.5"}).delay_for(0, "summa")
-    times, _ = _timed(lambda: time.sleep(0.02), _Comm(), world, 0, Repetitions(3), None, delay)
+    times, _ = _timed(lambda: time.sleep(0.02), [_Comm()], world, 0, Repetitions(3), None, delay)
     assert len(times) == 3 and min(times) >= 0.03
 
 

@@ -12,7 +12,7 @@ from test_redistribute_between_mpi import SEED, layouts_for
 
 from layouts import generate_block
 from layouts.relabel import relabel_layouts
-from layouts.transfer import exchange_counts, redistribute_between
+from layouts.transfer import exchange_counts, transfer
 
 
 class ThreadComm:
@@ -39,6 +39,14 @@ class ThreadComm:
             assert n == rcounts[s], f"rank {self.rank} expects {rcounts[s]} from {s}, gets {n}"
             rbuf[rdispls[s] : rdispls[s] + n] = buf[displs[self.rank] : displs[self.rank] + n]
         self.barrier.wait()
+
+    def allreduce(self, value):
+        self.barrier.wait()  # everyone has read the table's last use
+        self.table[self.rank] = value
+        self.barrier.wait()
+        total = sum(self.table)
+        self.barrier.wait()
+        return total
 
 
 def run_ranks(P: int, job) -> list:
@@ -74,11 +82,15 @@ def test_threaded_transfers_exact_and_counted(P):
 
             def job(comm, s=s, sm=sm, d=d, dm=dm, ranks=ranks):
                 block = generate_block(s, sm.coords(comm.rank), SEED)
-                return redistribute_between(block, s, sm, d, dm, comm, ranks), comm.sent[0]
+                plan = transfer(s, sm, d, dm, comm, ranks)
+                return plan(block, comm), plan, comm.sent
 
             counts = exchange_counts(s, sm, d, dm, ranks)
+            local = not (counts - np.diag(np.diag(counts))).any()
             order = range(P) if ranks is None else ranks
-            for me, (out, sent) in enumerate(run_ranks(P, job)):
+            for me, (out, plan, sent) in enumerate(run_ranks(P, job)):
                 want = generate_block(d, dm.coords(list(order).index(me)), SEED)
                 assert np.array_equal(out, want), (sn, dn, ranks, me)
-                assert sent == counts[me].tolist(), (sn, dn, ranks, me)
+                assert plan.sendcounts.tolist() == counts[me].tolist(), (sn, dn, ranks, me)
+                assert plan.local_only == local
+                assert sent == ([] if local else [counts[me].tolist()]), (sn, dn, ranks, me)

@@ -1,0 +1,131 @@
+"""End-to-end runs from the user's layouts: A and B redistributed into the algorithm's native
+layouts (``redistribute_in``, including the algorithm's local set-up), the multiplication
+(``multiply``), C redistributed into the user's layout (``redistribute_out``), each phase timed
+between barriers. With every layout native there is no move and no extra barrier: the
+repetition is the multiplication alone, as before.
+
+The algorithm's mesh is laid onto the job's ranks in the order that moves the fewest bytes
+(layouts/endpoints.relabelling) unless relabelling is off: the mesh is built on a communicator
+whose rank d is job rank ``ranks[d]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from layouts.endpoints import Move, UserLayout, label, moves, relabelling, user_layouts
+from layouts.relabel import Relabelling
+
+PHASES = ("redistribute_in", "multiply", "redistribute_out")
+
+
+@dataclass(frozen=True)
+class EndToEnd:
+    """The user's layouts of a run, the moves they need and the rank order chosen."""
+
+    users: Mapping[str, UserLayout]
+    moves: tuple[Move, ...]
+    relabelling: Relabelling
+    relabel: bool  # whether the order was chosen (False: --no-relabel, mesh rank d on rank d)
+
+    @property
+    def native(self) -> bool:
+        return not self.moves
+
+    @property
+    def ranks(self) -> tuple[int, ...]:
+        return self.relabelling.ranks
+
+    def move(self, matrix: str) -> Move | None:
+        return next((m for m in self.moves if m.matrix == matrix), None)
+
+    def as_dict(self) -> dict:
+        r = self.relabelling
+        return {
+            "layouts_given": {n: u.spec for n, u in self.users.items()},
+            "layouts_user": {n: str(u) for n, u in self.users.items()},
+            "layout_label": label(self.users),
+            "relabel": {
+                "enabled": self.relabel,
+                "ranks": list(r.ranks),
+                "bytes_before": r.bytes_before,
+                "bytes_after": r.bytes_after,
+                "bytes_saved": r.bytes_saved,
+            },
+        }
+
+
+def end_to_end(specs: Mapping[str, str], plan, itemsize: int, relabel: bool = True) -> EndToEnd:
+    """The end-to-end set-up for layout ``specs`` {"A", "B", "C": spec}; bad specs raise
+    LayoutError or MeshError (one line). Pure: every rank computes the same."""
+    users = user_layouts(specs, plan.shape, plan.P)
+    needed = tuple(moves(users, {n: (getattr(plan, n), plan.mesh) for n in "ABC"}))
+    chosen = relabelling(needed, plan.P, itemsize)
+    if not relabel:  # keep the identity order, but still say what it moves
+        chosen = Relabelling(tuple(range(plan.P)), chosen.bytes_before, chosen.bytes_before)
+    return EndToEnd(users, needed, chosen, relabel)
+
+
+def job_comm(world, e2e: EndToEnd):
+    """The communicator the algorithm's mesh is built on (rank d is job rank ranks[d])."""
+    if e2e.relabelling.is_identity:
+        return world
+    return world.Split(0, e2e.ranks.index(world.Get_rank()))
+
+
+class Pipeline:
+    """One end-to-end repetition as a callable returning C in the user's layout; ``laps``
+    keeps each phase's seconds per repetition and ``sent`` the bytes this rank sent in each
+    redistribution phase (the same every repetition)."""
+
+    def __init__(self, module, plan, mesh, world, e2e: EndToEnd, io, kernel, blocks: dict):
+        self.module, self.plan, self.mesh, self.world = module, plan, mesh, world
+        self.e2e, self.io, self.kernel, self.blocks = e2e, io, kernel, blocks
+        from layouts.transfer import transfer
+
+        inverse = [int(t) for t in np.argsort(e2e.ranks)]  # job rank -> native mesh rank
+        self.transfers = {}  # worked out once, before the timed repetitions
+        for m in e2e.moves:
+            comm, ranks = (world, e2e.ranks) if m.into else (mesh.comm, inverse)
+            self.transfers[m.matrix] = (
+                transfer(m.src, m.src_mesh, m.dst, m.dst_mesh, comm, ranks),
+                comm,
+            )
+        self.laps: dict[str, list[float]] = {p: [] for p in PHASES}
+        self.sent = dict.fromkeys(PHASES, 0)
+        self.state = None
+
+    def __call__(self):
+        from mpi4py import MPI
+
+        self.io.reset()
+        t0 = MPI.Wtime()
+        native = {}
+        for name in "AB":
+            native[name] = self._move(name, self.blocks[name])
+        self.state = self.module.prepare(self.plan, native["A"], native["B"], self.mesh.coords)
+        self.world.Barrier()
+        t1 = MPI.Wtime()
+        sent_in = self.io.bytes_sent
+        c = self.module.multiply(self.plan, self.kernel, self.state)
+        self.world.Barrier()
+        t2 = MPI.Wtime()
+        c = self._move("C", c)
+        t3 = MPI.Wtime()
+        for phase, seconds in zip(PHASES, (t1 - t0, t2 - t1, t3 - t2), strict=True):
+            self.laps[phase].append(seconds)
+        self.sent["redistribute_in"] = sent_in
+        self.sent["redistribute_out"] = self.io.bytes_sent - sent_in
+        return c
+
+    def _move(self, matrix: str, block):
+        if matrix not in self.transfers:
+            return block
+        plan, comm = self.transfers[matrix]
+        return self.io.redistribute(block, plan, comm, matrix)
+
+
+__all__ = ["PHASES", "EndToEnd", "Pipeline", "end_to_end", "job_comm"]

@@ -1,0 +1,183 @@
+"""End-to-end runs from the user's layouts against the kernel and the model (issue 12), as tables.
+
+    .venv/bin/python scripts/end_to_end.py [--profile results/profile.json] [--ranks 4,8,9,16]
+        [--inputs block-cyclic:64,cols] [--shapes square,tall-skinny] [--repeat 3]
+        [--out results/end_to_end.csv]
+
+Calibrates first (``mpiexec -n <cores> distmm calibrate``) unless --profile names an existing
+profile. For every algorithm at every rank count it admits, every input layout (A, B and C all
+in it) and every shape it runs ``distmm run --layouts IN --json --profile`` and prints:
+- verified: C checked in the user's layout;
+- e2e/kernel: end-to-end median over the multiplication's median;
+- bytes: whether every rank's bytes sent in each redistribution phase equal the model's counts
+  (layouts/endpoints.move_counts, the same relabelling);
+- redistribution predicted / measured (in + out), with the median |ratio - 1| overall;
+- throughput: what the calibrated all-to-all of the same volume (every rank sending the busiest
+  rank's bytes, spread evenly) would take, over the measured redistribution time (>= 0.8
+  wanted; above 1 the redistribution beat a uniform all-to-all of its peak volume).
+Then one relabelling case: SUMMA's own layouts written on the transposed mesh move 0 bytes.
+"""
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from algorithms import ALGORITHMS, get  # noqa: E402
+from bench.endtoend import end_to_end  # noqa: E402
+from bench.files import replacing  # noqa: E402
+from bench.launch import Launcher, run_argv  # noqa: E402
+from bench.machine import cores  # noqa: E402
+from bench.model import Profile, transfer_seconds  # noqa: E402
+from layouts.endpoints import move_counts  # noqa: E402
+
+SHAPES = {"square": (3072, 3072, 3072), "tall-skinny": (8192, 1024, 512)}
+PHASES = ("redistribute_in", "redistribute_out")
+
+
+def launch(P: int, argv: list[str], timeout: int = 900) -> dict | None:
+    record, why = Launcher.find().run_json(P, argv, timeout, cwd=ROOT)
+    if record is None:
+        print(f"  failed: {' '.join(argv)}: {why}", file=sys.stderr)
+    return record
+
+
+def model_bytes(algo: str, shape, P: int, spec: str, itemsize: int) -> dict[str, list[int]]:
+    """{phase: bytes each job rank sends other ranks} by the model's counts."""
+    plan = get(algo).plan(tuple(shape), P, overlap=True)
+    e2e = end_to_end(dict.fromkeys("ABC", spec), plan, itemsize)
+    out = {p: np.zeros(P, np.int64) for p in PHASES}
+    for m in e2e.moves:
+        counts = move_counts(m, e2e.ranks)
+        out[PHASES[0] if m.into else PHASES[1]] += (counts.sum(1) - np.diag(counts)) * itemsize
+    return {p: v.tolist() for p, v in out.items()}
+
+
+def uniform_seconds(peak_bytes: int, P: int, profile: Profile, rpn: int) -> float:
+    """The calibrated all-to-all in which every rank sends ``peak_bytes`` spread evenly."""
+    if peak_bytes == 0 or P == 1:
+        return 0.0
+    each = peak_bytes / (P - 1)
+    counts = np.full((P, P), each) - np.diag(np.full(P, each))
+    return transfer_seconds(counts, 1, profile, rpn)
+
+
+def row(r: dict, algo: str, name: str, spec: str, profile: Profile) -> dict:
+    P, itemsize = r["P"], np.dtype(r["dtype"]).itemsize
+    counted = {p: r["phases"][p]["bytes_sent_per_rank"] for p in PHASES}
+    measured = sum(r["phases"][p]["seconds"] for p in PHASES)
+    predicted = sum(r[f"predicted_{p}_seconds"] for p in PHASES)
+    peak = max(sum(counted[p][k] for p in PHASES) for k in range(P))
+    uniform = sum(uniform_seconds(max(counted[p]), P, profile, r["ranks_per_node"]) for p in PHASES)
+    return {
+        "algo": algo,
+        "P": P,
+        "shape": name,
+        "input": spec,
+        "verified": r["verified"],
+        "kernel_s": r["multiply_seconds"],
+        "e2e_s": r["seconds"],
+        "e2e/kernel": r["seconds"] / r["multiply_seconds"],
+        "redist_s": measured,
+        "redist_pred_s": predicted,
+        "pred/meas": predicted / measured if measured else float("nan"),
+        "bytes_equal": counted == model_bytes(algo, r["shape"], P, spec, itemsize),
+        "redist_MiB_peak": peak / 2**20,
+        "throughput": uniform / measured if measured else float("nan"),
+        "relabel_saved_MiB": r["relabel"]["bytes_saved"] / 2**20,
+    }
+
+
+def relabel_case(P: int) -> str:
+    plan = get("summa").plan((1024, 1024, 1024), P, overlap=True)
+    p, q = plan.mesh.shape
+    argv = run_argv("summa", plan.shape, repeat=1, as_json=True)
+    for n in "ABC":
+        text = str(getattr(plan, n)).replace("_x", "_b").replace("_y", "_a")
+        argv += [f"--layout-{n.lower()}", f"{text}@a={q},b={p}"]
+    r = launch(P, argv)
+    if r is None:
+        return "relabelling case failed"
+    moved = sum(sum(r["phases"][ph]["bytes_sent_per_rank"]) for ph in PHASES)
+    return (
+        f"relabelling: SUMMA's native layouts on the transposed {q}x{p} mesh at P={P}: "
+        f"{moved} bytes moved (in order it would move {r['relabel']['bytes_before']} bytes; "
+        f"ranks {r['relabel']['ranks']}), verified {r['verified']}"
+    )
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--profile", default="results/profile.json")
+    p.add_argument("--ranks", default="4,8,9,16")
+    p.add_argument("--algos", default=",".join(ALGORITHMS))
+    p.add_argument("--inputs", default="block-cyclic:64,cols")
+    p.add_argument("--shapes", default=",".join(SHAPES))
+    p.add_argument("--shape", help="one M,K,N instead of --shapes (a quick look)")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--out", default="results/end_to_end.csv")
+    args = p.parse_args()
+    profile_path = Path(args.profile)
+    if not profile_path.exists():
+        print(f"calibrating on {cores()} ranks -> {profile_path}", file=sys.stderr, flush=True)
+        state, rc, _, err = Launcher.find().run(
+            cores(), ["calibrate", "--out", str(profile_path)], 900, cwd=ROOT
+        )
+        if state != "done" or rc != 0:
+            sys.exit(f"calibration failed ({state}, exit {rc}): {err.strip()[-400:]}")
+    profile = Profile.load(profile_path)
+    shapes = (
+        {"given": tuple(int(x) for x in args.shape.split(","))}
+        if args.shape
+        else {n: SHAPES[n] for n in args.shapes.split(",")}
+    )
+    rows = []
+    for P in (int(x) for x in args.ranks.split(",")):
+        for algo in args.algos.split(","):
+            if not get(algo).grids(P):
+                continue
+            for name, shape in shapes.items():
+                for spec in args.inputs.split(","):
+                    print(f"P={P} {algo} {name} {spec}", file=sys.stderr, flush=True)
+                    argv = run_argv(
+                        algo, shape, repeat=args.repeat, profile=str(profile_path), as_json=True
+                    )
+                    r = launch(P, [*argv, "--layouts", spec])
+                    if r is not None:
+                        rows.append(row(r, algo, name, spec, profile))
+    table = pd.DataFrame(rows)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with replacing(out) as tmp:
+        table.to_csv(tmp, index=False)
+    with pd.option_context("display.width", 200, "display.max_rows", 500):
+        print(table.round(3).to_string(index=False))
+    if table.empty:
+        sys.exit("no run succeeded")
+    errors = (table["pred/meas"] - 1).abs().dropna()
+    print(
+        f"\n{len(table)} runs: verified {int(table['verified'].sum())}/{len(table)}; "
+        f"bytes equal to the model on every rank {int(table['bytes_equal'].sum())}/{len(table)}"
+    )
+    print(
+        f"redistribution predicted/measured: median |ratio - 1| "
+        f"{100 * statistics.median(errors):.1f}%, worst {100 * errors.max():.1f}%"
+    )
+    print(
+        f"throughput against the calibrated all-to-all of the same volume: median "
+        f"{table['throughput'].median():.2f}, min {table['throughput'].min():.2f}, "
+        f">= 0.8 in {int((table['throughput'] >= 0.8).sum())}/{len(table)}"
+    )
+    print("end to end / kernel, median per algorithm and input:")
+    print(table.pivot_table(index="algo", columns="input", values="e2e/kernel").round(2))
+    print(relabel_case(max(int(x) for x in args.ranks.split(",") if int(x) > 1)))
+
+
+if __name__ == "__main__":
+    main()

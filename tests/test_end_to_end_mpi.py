@@ -1,0 +1,86 @@
+"""End-to-end runs: A and B start in the user's layouts, C ends in theirs; every algorithm the
+world size admits, verified in the user's C layout, with the bytes each rank sends in each
+redistribution phase equal to the model's counts (layouts/endpoints.move_counts)."""
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from algorithms import ALGORITHMS, get
+from bench.endtoend import end_to_end, job_comm
+from bench.runner import run_plan
+from layouts.endpoints import move_counts
+from topology import Mesh
+
+P = MPI.COMM_WORLD.Get_size()
+SHAPE = (13, 7, 11)
+SPECS = [
+    {"A": "cols", "B": "cols", "C": "cols"},
+    {"A": "block-cyclic:3", "B": "block-cyclic:3", "C": "block-cyclic:3"},
+    {"A": "rows", "B": "block", "C": "native"},
+    {"A": "native", "B": "native", "C": f"[r=S(0)]@r={P}"},
+]
+
+
+def run_e2e(name, specs, relabel=True, dtype=np.float64):
+    algorithm = get(name)
+    plan = algorithm.plan(SHAPE, P, overlap=True)
+    e2e = end_to_end(specs, plan, np.dtype(dtype).itemsize, relabel)
+    world = MPI.COMM_WORLD
+    job = job_comm(world, e2e)
+    mesh = Mesh(plan.mesh, job)
+    try:
+        result, _ = run_plan(
+            algorithm, plan, mesh, np.dtype(dtype), 2, 1, "exact", e2e=e2e, world=world
+        )
+    finally:
+        mesh.free()
+        if job is not world:
+            job.Free()
+    return result, e2e
+
+
+def expected_bytes(e2e, itemsize=8):
+    """{phase: [bytes each job rank sends other ranks]} from the model's counts."""
+    out = {"redistribute_in": np.zeros(P, np.int64), "redistribute_out": np.zeros(P, np.int64)}
+    for m in e2e.moves:
+        counts = move_counts(m, e2e.ranks)
+        phase = "redistribute_in" if m.into else "redistribute_out"
+        out[phase] += (counts.sum(axis=1) - np.diag(counts)) * itemsize
+    return {k: v.tolist() for k, v in out.items()}
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+@pytest.mark.parametrize("relabel", [True, False])
+def test_every_algorithm_from_user_layouts(name, relabel):
+    if not get(name).grids(P):
+        pytest.skip(f"{name} cannot run on {P} ranks")
+    for specs in SPECS:
+        r, e2e = run_e2e(name, specs, relabel)
+        assert r["verified"], (specs, r["max_rel_error"])
+        counted = {p: r["phases"][p]["bytes_sent_per_rank"] for p in expected_bytes(e2e)}
+        assert counted == expected_bytes(e2e), specs
+        assert r["seconds"] >= r["multiply_seconds"] > 0
+        assert r["relabel"]["enabled"] == relabel
+        assert r["relabel"]["bytes_after"] == sum(map(sum, counted.values()))
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_native_up_to_a_rank_permutation_moves_nothing():
+    """SUMMA's own layouts written on the transposed mesh: relabelling finds the permutation."""
+    plan = get("summa").plan(SHAPE, P, overlap=True)
+    p, q = plan.mesh.shape
+    specs = {
+        n: str(getattr(plan, n)).replace("_x", "_b").replace("_y", "_a") + f"@a={q},b={p}"
+        for n in "ABC"
+    }
+    r, e2e = run_e2e("summa", specs)
+    assert r["verified"]
+    assert r["relabel"]["bytes_after"] == 0
+    for phase in ("redistribute_in", "redistribute_out"):
+        assert r["phases"][phase]["bytes_sent_per_rank"] == [0] * P
+    if p != q and min(p, q) > 1:
+        assert r["relabel"]["bytes_saved"] > 0 and not e2e.relabelling.is_identity
