@@ -59,7 +59,7 @@ def phase_bars_figure(df, title: str):
     Ps = sorted(df["P"].unique())
     widths = [df[df["P"] == P].shape[0] + 1 for P in Ps]
     fig, axes = plt.subplots(
-        1, len(Ps), figsize=(max(7, 0.55 * sum(widths) + 3), 5), squeeze=False,
+        1, len(Ps), figsize=(max(7, 0.7 * sum(widths) + 3), 5), squeeze=False,
         gridspec_kw={"width_ratios": widths},
     )  # fmt: skip
     order = layout_order(df["layouts_in"])

@@ -130,12 +130,12 @@ def _run_takes_layouts() -> bool:
 
 
 @pytest.mark.timeout(300)
-def test_a_small_sweep_over_layouts_records_kernel_and_end_to_end(tmp_path):
+def test_a_small_sweep_over_layouts_records_kernel_and_end_to_end(tmp_path, profile_file):
     if not _run_takes_layouts():
         pytest.skip("distmm run does not take --layouts yet")
     res = _sweep(tmp_path, "--algos", "summa", "--ranks", "1,2", "--shapes", "64,64,64",
-                 "--layouts", "native;rows", "--repeat", "2", "--warmup", "0",
-                 "--timeout", "120", "--results", "t.csv")  # fmt: skip
+                 "--layouts", "native;rows", "--repeat", "2", "--warmup", "0", "--timeout",
+                 "120", "--results", "t.csv", "--profile", str(profile_file))  # fmt: skip
     assert res.returncode == 0, res.stderr
     with open(tmp_path / "t.csv", newline="") as fh:
         rows = {(r["P"], r["layouts_in"]): r for r in csv.DictReader(fh)}
@@ -144,7 +144,9 @@ def test_a_small_sweep_over_layouts_records_kernel_and_end_to_end(tmp_path):
     moved = rows[("2", "rows")]  # summa 1x2: native A is in column blocks, so rows move
     assert float(moved["seconds"]) >= float(moved["multiply_seconds"]) > 0
     assert float(moved["redistribute_bytes_per_rank_max"]) == 8192 + 4096
+    assert float(moved["predicted_seconds"]) > float(moved["predicted_multiply_seconds"]) > 0
     native = rows[("2", "native")]
+    assert float(native["predicted_seconds"]) == float(native["predicted_multiply_seconds"])
     assert float(native["redistribute_bytes_per_rank_max"]) == 0
     assert main(["report", str(tmp_path / "t.csv"), "-o", str(tmp_path / "r")]) == 0
     assert "Kernel and end to end" in (tmp_path / "r" / "report.md").read_text()
