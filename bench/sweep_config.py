@@ -24,7 +24,8 @@ to. A sweep is a TOML file (see ``scripts/*.toml``) or command-line flags, or bo
 
 Every layout but ``native`` times the redistribution of A and B in and of C out as well as the
 multiplication (the row's ``seconds`` are end to end, ``multiply_seconds`` the kernel's). The
-layouts are checked for every shape and rank count before any run.
+layouts are checked for every shape and rank count before any run; a tree ``topology`` takes
+native layouts only (as `distmm run` does).
 
 Weak scaling keeps the work per rank constant: at P ranks every dimension of ``base`` is scaled
 by (P / ranks)^(1/3), so M K N / P stays what it was at ``ranks`` (``per = "memory"`` scales by
@@ -252,9 +253,13 @@ def _check_layouts(cfg: dict, where: str | None) -> None:
     """Every layout at every rank count and shape of the sweep (the same for every algorithm),
     so that a bad one stops the sweep before its first run, in one line naming where it came
     from."""
-    for spec in cfg["layouts"]:
-        if spec == NATIVE:
-            continue
+    moved = [spec for spec in cfg["layouts"] if spec != NATIVE]
+    if moved and cfg.get("topology", "mesh") not in ("", "mesh"):  # as distmm run refuses them
+        raise UsageError(
+            f"{where or 'layouts'}: layouts other than native ({', '.join(moved)}) do not run "
+            f"with topology {cfg['topology']!r} yet"
+        )
+    for spec in moved:
         for P in cfg["ranks"]:
             for shape in shapes_at(cfg, P):
                 try:
