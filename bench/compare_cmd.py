@@ -1,9 +1,10 @@
 """`distmm compare OLD.csv NEW.csv`: is NEW faster, slower, or the same as OLD, per configuration?
 
 Reads two results tables (CSV from `distmm sweep`) and, for every configuration (algo, P, M, K, N,
-dtype, topology, grid, params) with an ok row in both, prints the median time of each, the ratio
-of medians NEW / OLD with a 95% percentile-bootstrap interval, the two-sided Mann-Whitney U p value
-over the per-repetition samples, and a verdict: faster, slower (p < alpha), or no significant
+dtype, topology, grid, params, layouts_in) with an ok row in both, prints the median time of
+each (end to end where the layouts are not native), the ratio of medians NEW / OLD with a 95%
+percentile-bootstrap interval, the two-sided Mann-Whitney U p value over the per-repetition
+samples, and a verdict: faster, slower (p < alpha), or no significant
 difference; configurations in one table only are listed as such.
 
     distmm compare results/before.csv results/after.csv

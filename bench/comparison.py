@@ -4,8 +4,10 @@ A results table is the CSV `distmm sweep` writes. Its ``samples`` column holds e
 repetition of a run as a JSON list of seconds (``[0.0123, 0.0119, ...]``); a table without it (or
 a row with the cell empty) falls back to ``seconds_min``, ``seconds`` and ``seconds_max`` as three
 samples, which no rank test can find significant (see :mod:`bench.stats`). Only rows with status
-``ok`` count. Rows are matched on :data:`KEY_COLUMNS`; several ok rows of one configuration in one
-table (e.g. two sweeps appended to one file) have their samples pooled.
+``ok`` count. Rows are matched on :data:`KEY_COLUMNS` (a run from the user's layouts is another
+configuration than the same run from native ones; its samples are end to end); several ok rows
+of one configuration in one table (e.g. two sweeps appended to one file) have their samples
+pooled.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from layouts.endpoints import NATIVE
+
 from .stats import can_be_significant, median_ci, ratio_ci, significant
 
-KEY_COLUMNS = ("algo", "P", "M", "K", "N", "dtype", "topology", "grid", "params")
+KEY_COLUMNS = ("algo", "P", "M", "K", "N", "dtype", "topology", "grid", "params", "layouts_in")
 REQUIRED_COLUMNS = ("status", "algo", "P", "M", "K", "N")
 SAMPLES_COLUMN = "samples"
 FALLBACK_COLUMNS = ("seconds_min", "seconds", "seconds_max")
@@ -69,6 +73,8 @@ class Change:
 def _normal(column: str, value: str | None) -> str:
     """One spelling per value, so tables written by different versions still match."""
     value = (value or "").strip()
+    if column == "layouts_in":  # a table from before layouts were an axis ran native ones
+        return value or NATIVE
     if column in ("P", "M", "K", "N"):
         try:
             return str(int(float(value)))
@@ -83,7 +89,8 @@ def _normal(column: str, value: str | None) -> str:
 
 
 def config_label(config: tuple[str, ...]) -> str:
-    """``cannon P=4 1536x1536x1536 float32 2x2 panel=64 @mncore:2,2,2,2`` (empty parts left out)."""
+    """``cannon P=4 1536x1536x1536 float32 2x2 panel=64 @mncore:2,2,2,2 layouts=block`` (empty
+    parts and native layouts left out)."""
     c = dict(zip(KEY_COLUMNS, config, strict=True))
     parts = [c["algo"], f"P={c['P']}", f"{c['M']}x{c['K']}x{c['N']}", c["dtype"], c["grid"]]
     try:
@@ -93,6 +100,8 @@ def config_label(config: tuple[str, ...]) -> str:
         parts.append(c["params"])
     if c["topology"]:
         parts.append(f"@{c['topology']}")
+    if c["layouts_in"] != NATIVE:
+        parts.append(f"layouts={c['layouts_in']}")
     return " ".join(p for p in parts if p)
 
 

@@ -5,6 +5,7 @@ are shared by every figure of one report: one per algorithm, one per phase."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,12 @@ def _phase_colour(phase: str):
         cmap = _plt().get_cmap("Set2" if len(PHASE_COLOURS) < 8 else "tab20")
         PHASE_COLOURS[phase] = cmap(len(PHASE_COLOURS) % (8 if len(PHASE_COLOURS) < 8 else 20))
     return PHASE_COLOURS[phase]
+
+
+def slug(text) -> str:
+    """``text`` as part of a file name: runs of anything but letters, digits, '.' and '-' become
+    one '-' (a layout such as ``A=cols,B=cols,C=block`` or ``((4_r, 8), ...)@r=4``)."""
+    return re.sub(r"[^A-Za-z0-9.-]+", "-", str(text)).strip("-")[:60]
 
 
 def save(fig, out: Path, name: str) -> str:

@@ -39,9 +39,11 @@ def run_argv(
     profile: str | None = None,
     trace: str | None = None,
     as_json: bool = False,
+    layouts: str | None = None,
 ) -> list[str]:
     """``["run", ALGO, "--shape", "M,K,N", ...]``: flags only where they differ from `distmm
-    run`'s defaults; ``options`` are the algorithm options (grid, fop, pace, panel) by name."""
+    run`'s defaults; ``options`` are the algorithm options (grid, fop, pace, panel) by name;
+    ``layouts`` is --layouts (left out for native, run's default)."""
     argv = ["run", algo, "--shape", ",".join(map(str, shape))]
     for name, value in (options or {}).items():
         text = ",".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
@@ -60,6 +62,7 @@ def run_argv(
         ("--warmup", warmup),
         ("--profile", profile),
         ("--trace", trace),
+        ("--layouts", None if layouts == "native" else layouts),
     ):
         if value is not None:
             argv += [flag, str(value)]

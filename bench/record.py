@@ -7,8 +7,11 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import itertools
 import json
 from pathlib import Path
+
+from layouts.endpoints import NATIVE
 
 from .errors import UsageError
 from .files import write_atomic
@@ -23,13 +26,19 @@ COLUMNS = (
     "bytes_sent bytes_sent_per_rank_max messages peak_memory_bytes predicted_seconds "
     "predicted_phases trace_dir layouts host cores mpi_library git_commit timestamp wall_seconds "
     "error samples seconds_ci_low seconds_ci_high cpu_model memory_bytes blas numpy mpi4py python "
-    "hosts nodes ranks_per_node git_dirty command launcher"
+    "hosts nodes ranks_per_node git_dirty command launcher layouts_in multiply_seconds "
+    "redistribute_in_seconds redistribute_out_seconds redistribute_bytes_per_rank_max "
+    "relabel_bytes_saved predicted_multiply_seconds"
 ).split()
 REQUIRED = "key status algo P M K N dtype seconds".split()  # what makes a file a results table
 TEXT = ("key", "git_commit")  # read as text even when they look like numbers
 # NaN when an older table lacks them
 NUMBERS = "predicted_seconds bytes_sent_per_rank_max gflops seconds_min seconds_max bytes_sent "
 NUMBERS += "seconds_ci_low seconds_ci_high"
+# end to end (issue 12): an older table ran native layouts, its seconds are the kernel's
+REDISTRIBUTION = "redistribute_in_seconds redistribute_out_seconds redistribute_bytes_per_rank_max"
+REDISTRIBUTION += " relabel_bytes_saved"
+NUMBERS += " " + REDISTRIBUTION
 # copied from the run's JSON record as they are
 FROM_RESULT = (
     "seconds seconds_min seconds_max gflops compute_seconds compute_ratio verified max_rel_error "
@@ -82,9 +91,32 @@ def row_from_result(
         seconds_ci_low=(result.get("seconds_ci") or ["", ""])[0],
         seconds_ci_high=(result.get("seconds_ci") or ["", ""])[1],
         **as_row({k: result[k] for k in METADATA if k in result}),
+        **_end_to_end(result),
         error="" if rc == 0 else (err.strip().splitlines() or [f"exit status {rc}"])[-1][:500],
     )
     return row
+
+
+def _end_to_end(result: dict) -> dict:
+    """The end-to-end cells of a run record: its layouts, the kernel's median (the record's
+    ``seconds`` where it has no ``multiply_seconds``), each redistribution's median, the most
+    bytes one rank sent redistributing (in and out together) and the bytes relabelling saved."""
+    phases = result.get("phases") or {}
+    per_rank = [0]
+    for phase in ("redistribute_in", "redistribute_out"):
+        sent = (phases.get(phase) or {}).get("bytes_sent_per_rank") or []
+        per_rank = [a + b for a, b in itertools.zip_longest(per_rank, sent, fillvalue=0)]
+    return {
+        "layouts_in": result.get("layout_label") or NATIVE,
+        "multiply_seconds": result.get("multiply_seconds", result.get("seconds")),
+        "redistribute_in_seconds": (phases.get("redistribute_in") or {}).get("seconds", 0.0),
+        "redistribute_out_seconds": (phases.get("redistribute_out") or {}).get("seconds", 0.0),
+        "redistribute_bytes_per_rank_max": max(per_rank),
+        "relabel_bytes_saved": (result.get("relabel") or {}).get("bytes_saved", 0),
+        "predicted_multiply_seconds": result.get(
+            "predicted_multiply_seconds", result.get("predicted_seconds")
+        ),
+    }
 
 
 def read_table(path: Path) -> list[dict]:
@@ -124,6 +156,19 @@ def read_frame(path: Path):
     for col in NUMBERS.split():
         if col not in df:
             df[col] = float("nan")
+    if "layouts_in" not in df:
+        df["layouts_in"] = NATIVE
+    df["layouts_in"] = df["layouts_in"].fillna(NATIVE).astype(str)
+    for kernel, total in (
+        ("multiply_seconds", "seconds"),
+        ("predicted_multiply_seconds", "predicted_seconds"),
+    ):  # a run from native layouts (every run of an older table) is the kernel alone
+        if kernel not in df:
+            df[kernel] = float("nan")
+        df[kernel] = df[kernel].fillna(df[total].where(df["layouts_in"] == NATIVE))
+    native = df["layouts_in"] == NATIVE
+    for col in REDISTRIBUTION.split():  # native layouts move nothing
+        df.loc[native & df[col].isna(), col] = 0.0
     df["shape"] = [f"{int(r['M'])}x{int(r['K'])}x{int(r['N'])}" for _, r in df.iterrows()]
     if "scaling" not in df:
         df["scaling"] = "strong"

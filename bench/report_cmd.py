@@ -8,6 +8,11 @@ scaling (the same for a weak sweep), predicted against measured time (log-log, y
 predicted and measured time side by side for traced runs, bytes sent per rank against the lower
 bounds n^2/sqrt(P) and n^2/P^(2/3) (n the cube root of M K N), a per-rank timeline (Gantt) of one
 traced run per algorithm, and each algorithm's A, B and C layouts drawn on a small shape.
+
+Where runs start from layouts other than native (a sweep's ``layouts`` axis), times and readings
+are end to end, runs from different layouts are not compared with each other, and a section sets
+the kernel and the end-to-end time side by side: their ratio, a figure against P and a stacked
+bar per configuration with its three phases (redistribute in, multiply, redistribute out).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import figures, report_sections
+from . import figures, report_end_to_end, report_runs, report_sections
 from .document import Doc
 from .files import write_atomic
 from .record import read_frame
@@ -50,14 +55,16 @@ def main(args) -> int:
     report.doc.h(1, title)
     report_sections.overview(report)
     # The reading, then the plots that support it.
-    pred, error_rows, data_rows = report_sections.reading(report)
+    extra = report_end_to_end.reading_lines(report.ok)
+    pred, error_rows, data_rows = report_sections.reading(report, extra)
     report_sections.scaling(report)
+    report_end_to_end.section(report)
     report_sections.model(report, pred, error_rows)
     tables = report_sections.traced(report)
     report_sections.communication(report, data_rows)
     report_sections.timelines(report, tables)
     report_sections.layouts(report)
-    report_sections.all_runs(report)
+    report_runs.all_runs(report)
     write_atomic(out / "report.md", report.doc.markdown())
     page = write_atomic(out / "report.html", report.doc.html(out, title))
     print(page)

@@ -1,6 +1,6 @@
 """The sections of `distmm report`, each reading the results table and adding its text, tables
 and figures to the document: overview, reading, scaling, model, traced phases, communication,
-timelines, layouts and all runs."""
+timelines and layouts (end to end: report_end_to_end.py; all runs: report_runs.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
+from layouts.endpoints import NATIVE
+
 from . import figures
 from .document import Doc
-from .report_stats import median_text, verdict
+from .report_stats import by_layouts, group_keys, has_layouts, median_text, verdict
 from .spans import phase_summary, spans_table
 from .units import format_bytes
 
@@ -82,28 +84,35 @@ def overview(r: Report) -> None:
     )
 
 
-def reading(r: Report):
-    """The generated reading and the fastest algorithm per point; returns the runs with a
-    prediction (for the model section) and the least-data rows (for communication)."""
+def reading(r: Report, extra: list[str] = ()):
+    """The generated reading (with ``extra`` lines) and the fastest algorithm per point, end to
+    end where the table has layouts; returns the runs with a prediction (for the model section)
+    and the least-data rows (for communication)."""
     ok = r.ok
     lines, fastest_rows, error_rows, data_rows, ties = [], [], [], [], []
-    for (shape, dtype, P), g in ok.groupby(["shape", "dtype", "P"]):
+    layouts = has_layouts(ok)
+    groups = ok.groupby(group_keys(ok, ["shape", "dtype", "P"]))
+    for key, g in by_layouts(groups) if layouts else groups:
+        shape, dtype, P = key[:3]
+        at = [key[3]] if layouts else []  # the layouts column
         g = g.sort_values("seconds")
         best = g.iloc[0]
         separate, runner = verdict(best, g.iloc[1]) if len(g) > 1 else (True, "only one algorithm")
         if not separate:
-            ties.append(f"{shape} {dtype} P={int(P)}: {runner}")
+            ties.append(f"{shape} {dtype} P={int(P)}{''.join(f' {a}' for a in at)}: {runner}")
         fastest_rows.append(
-            [
-                shape,
-                dtype,
-                int(P),
+            [shape, dtype, int(P), *at]
+            + [
                 f"**{best['algo']}**" if separate else f"{best['algo']} or {g.iloc[1]['algo']}",
                 median_text(best, _fmt),
+                *([_fmt(best["multiply_seconds"])] if layouts else []),
                 _fmt(best["gflops"], 3),
                 runner,
             ]
         )
+    # the multiplication's bytes do not depend on the layouts: one run per algorithm and point
+    for (shape, dtype, P), g in ok.groupby(["shape", "dtype", "P"]):
+        g = g.sort_values("layouts_in", key=lambda s: s != NATIVE).drop_duplicates("algo")
         least = g.sort_values("bytes_sent").iloc[0]
         data_rows.append(
             [
@@ -115,14 +124,18 @@ def reading(r: Report):
                 _mib(g["bytes_sent"].max()),
             ]
         )
-    won = [row for row in fastest_rows if row[3].startswith("**")]
+    col = 4 if layouts else 3  # the fastest algorithm's column
+    won = [row for row in fastest_rows if row[col].startswith("**")]
     if fastest_rows:
         lines.append(
-            "Fastest (told apart from the next by a two-sided Mann-Whitney U test at 5%): "
+            "Fastest (told apart from the next by a two-sided Mann-Whitney U test at 5%"
+            + ("; end to end" if layouts else "")
+            + "): "
             + (
                 ", ".join(
-                    f"**{a}** at {n} of {len(fastest_rows)} (shape, dtype, P) points"
-                    for a, n in _wins(won, 3)
+                    f"**{a}** at {n} of {len(fastest_rows)} "
+                    f"(shape, dtype, P{', layouts' if layouts else ''}) points"
+                    for a, n in _wins(won, col)
                 )
                 or "no algorithm at any point"
             )
@@ -164,6 +177,7 @@ def reading(r: Report):
             )
             + " (P = 1 moves nothing)."
         )
+    lines += extra
     bad = r.df[r.df["status"] != "ok"]
     if len(bad):
         lines.append(
@@ -179,9 +193,10 @@ def reading(r: Report):
     r.doc.h(2, "Reading")
     r.doc.ul(lines or ["No successful runs to read."])
     r.doc.h(3, "Fastest algorithm per point")
-    r.doc.table(
-        ["shape", "dtype", "P", "fastest", "time [s] [95% CI]", "GFLOP/s", "next"], fastest_rows
-    )
+    time = "end to end [s] [95% CI]" if layouts else "time [s] [95% CI]"
+    heads = ["shape", "dtype", "P"] + (["layouts"] if layouts else [])
+    time = [time, "its kernel [s]"] if layouts else [time]
+    r.doc.table(heads + ["fastest", *time, "GFLOP/s", "next"], fastest_rows)
     return pred, error_rows, data_rows
 
 
@@ -191,11 +206,16 @@ def scaling(r: Report) -> None:
         if part.empty:
             continue
         r.doc.h(2, f"{kind.capitalize()} scaling")
-        for key, g in part.groupby(["dtype"] if kind == "weak" else ["shape", "dtype"]):
+        base = ["dtype"] if kind == "weak" else ["shape", "dtype"]
+        keys = group_keys(part, base)
+        groups = part.groupby(keys)
+        for key, g in by_layouts(groups) if len(keys) > len(base) else groups:
             key = key if isinstance(key, tuple) else (key,)
             if g["P"].nunique() < 2:
                 continue
-            label = " ".join(str(k) for k in key)
+            label = " ".join(str(k) for k in key[: len(base)])
+            if len(keys) > len(base):  # the layouts, where the table has them
+                label += f", layouts {key[-1]}"
             if kind == "weak":
                 shapes = ", ".join(
                     f"P={int(p)}: {s}"
@@ -204,7 +224,7 @@ def scaling(r: Report) -> None:
                 title = f"Weak scaling (constant work per rank), {label}\n{shapes}"
             else:
                 title = f"Strong scaling, {label}"
-            name = f"{kind}_{'_'.join(str(k) for k in key)}.png"
+            name = f"{kind}_{'_'.join(figures.slug(k) for k in key)}.png"
             r.figure(figures.scaling_figure(g, title, r.colours, kind == "weak"), name, title)
             rows = [
                 [
@@ -288,6 +308,8 @@ def traced(r: Report) -> dict:
 
 def communication(r: Report, data_rows: list) -> None:
     comm = r.ok[(r.ok["P"] > 1) & r.ok["bytes_sent_per_rank_max"].notna()]
+    comm = comm.sort_values("layouts_in", key=lambda s: s != NATIVE)  # one run per point
+    comm = comm.drop_duplicates(["algo", "P", "shape", "dtype"])
     if len(comm):
         r.doc.h(2, "Communication against the lower bounds")
         r.doc.p(
@@ -343,38 +365,3 @@ def layouts(r: Report) -> None:
             lay = json.loads(runs["layouts"].dropna().iloc[-1])
             rows += [[algo, name, f"`{text}`"] for name, text in lay.items()]
     r.doc.table(["algorithm", "matrix", "layout (largest run)"], rows)
-
-
-def all_runs(r: Report) -> None:
-    r.doc.h(2, "All runs")
-    r.doc.table(
-        [
-            "algorithm",
-            "P",
-            "shape",
-            "dtype",
-            "status",
-            "time [s]",
-            "GFLOP/s",
-            "predicted [s]",
-            "sent [MiB]",
-            "peak mem [MiB]",
-            "verified",
-        ],
-        [
-            [
-                x["algo"],
-                int(x["P"]),
-                x["shape"],
-                x["dtype"],
-                x["status"],
-                _fmt(x["seconds"]),
-                _fmt(x["gflops"], 3),
-                _fmt(x["predicted_seconds"]),
-                _mib(x["bytes_sent"]),
-                _mib(x.get("peak_memory_bytes")),
-                x.get("verified", ""),
-            ]
-            for _, x in r.df.sort_values(["algo", "shape", "P"]).iterrows()
-        ],
-    )

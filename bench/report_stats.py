@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import math
 
+from layouts.endpoints import NATIVE
+
 from . import stats
 
 
@@ -80,3 +82,28 @@ def core_counts(df) -> list[int]:
     cores = df["cores"] if "cores" in df else [None] * len(df)
     nodes = df["nodes"] if "nodes" in df else [1] * len(df)
     return [usable_cores(P, c, n) for P, c, n in zip(df["P"], cores, nodes, strict=True)]
+
+
+def has_layouts(df) -> bool:
+    """Whether any run of ``df`` started from layouts other than the algorithm's own."""
+    return "layouts_in" in df and bool((df["layouts_in"] != NATIVE).any())
+
+
+def layout_order(values) -> list[str]:
+    """The layouts of a table, native first, the others as they sort."""
+    values = set(values)
+    return ([NATIVE] if NATIVE in values else []) + sorted(values - {NATIVE})
+
+
+def by_layouts(groups) -> list:
+    """``(key, group)`` pairs of a groupby whose last key is ``layouts_in``, native first within
+    the same other keys (a groupby sorts the layouts by name)."""
+    groups = list(groups)
+    order = layout_order(k[-1] for k, _ in groups)
+    return sorted(groups, key=lambda kg: (kg[0][:-1], order.index(kg[0][-1])))
+
+
+def group_keys(df, keys: list[str]) -> list[str]:
+    """``keys``, and ``layouts_in`` where the table has layouts: a run from block layouts is a
+    different problem from the same run from native ones, not a competitor."""
+    return keys + ["layouts_in"] if has_layouts(df) else keys

@@ -45,6 +45,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="weak scaling from this shape at 1 rank (constant work per rank) instead of --shapes",
     )
     p.add_argument("--dtype", help="comma-separated dtypes (float32, float64)")
+    p.add_argument(
+        "--layouts",
+        metavar="NAME;NAME",
+        help="';'-separated layouts of A, B and C, each run with distmm run --layouts, e.g. "
+        "'native;block;block-cyclic:64' (default native)",
+    )
     p.add_argument("--repeat", type=positive, help="timed repetitions per run (default 3)")
     p.add_argument("--warmup", type=nonnegative, help="untimed warm-ups per run (default 1)")
     p.add_argument("--trace", action="store_true", default=None, help="trace every run")
@@ -87,9 +93,7 @@ def main(args) -> int:
         _say(f"distmm sweep: skipping {note} (no grid for that many ranks)")
     if args.dry_run:
         for r in runs:
-            print(
-                f"{r['key']}  {r['algo']:<10} P={r['P']:<4} {r['M']}x{r['K']}x{r['N']} {r['dtype']}"
-            )
+            print(f"{r['key']}  {_label(r, 10)}")
         return 0
     if cfg.get("profile") and not Path(cfg["profile"]).exists():
         raise UsageError(f"profile {cfg['profile']} does not exist")
@@ -98,6 +102,25 @@ def main(args) -> int:
     launcher = Launcher.find(args.mpiexec, cfg["launcher"], *where)
     with _locked(results):
         return _sweep(cfg, runs, results, launcher, args.retry_failed)
+
+
+def _label(point: dict, width: int = 0) -> str:
+    """``cannon P=4 64x64x64 float32`` and the layouts where they are not native."""
+    shape = "x".join(str(point[d]) for d in "MKN")
+    text = f"{point['algo']:<{width}} P={point['P']:<{4 if width else 0}} {shape} {point['dtype']}"
+    layouts = point.get("layouts_in", "native")
+    return text + ("" if layouts == "native" else f" layouts={layouts}")
+
+
+def _outcome(row: dict) -> str:
+    """The time of a finished run (end to end, and the kernel's where layouts moved), or its
+    error."""
+    if row["status"] not in ("ok", "wrong"):
+        return row["error"]
+    text = f"{float(row['seconds']):.4f} s"
+    if row.get("layouts_in", "native") != "native" and row.get("multiply_seconds") is not None:
+        text += f" end to end, {float(row['multiply_seconds']):.4f} s multiply"
+    return text
 
 
 def _say(*text) -> None:
@@ -153,7 +176,7 @@ def _sweep(cfg: dict, runs: list[dict], results: Path, launcher: Launcher, retry
     try:
         for i, point in enumerate(pending):
             shape = (point["M"], point["K"], point["N"])
-            label = f"{point['algo']} P={point['P']} {'x'.join(map(str, shape))} {point['dtype']}"
+            label = _label(point)
             if bar is not None:
                 bar.set_description(label)
             trace_dir = trace_rel = None
@@ -172,6 +195,7 @@ def _sweep(cfg: dict, runs: list[dict], results: Path, launcher: Launcher, retry
                 profile=profile,
                 trace=trace_dir,
                 as_json=True,
+                layouts=point["layouts_in"],
             )
             t0 = time.monotonic()
             state, rc, out, err = launcher.run(point["P"], argv, cfg["timeout"])
@@ -183,11 +207,7 @@ def _sweep(cfg: dict, runs: list[dict], results: Path, launcher: Launcher, retry
             failures += row["status"] != "ok"
             elapsed = time.monotonic() - start
             eta = elapsed / (i + 1) * (len(pending) - i - 1)
-            detail = (
-                f"{float(row['seconds']):.4f} s"
-                if row["status"] in ("ok", "wrong")
-                else row["error"]
-            )
+            detail = _outcome(row)
             line = f"[{i + 1}/{len(pending)}] {label}: {row['status']} {detail}"
             if bar is not None:
                 bar.write(line, file=sys.stderr)

@@ -7,6 +7,9 @@ to. A sweep is a TOML file (see ``scripts/*.toml``) or command-line flags, or bo
     shapes = [[2048, 2048, 2048]]          # strong scaling: the same problems at every P
     # weak = { base = [1024, 1024, 1024], ranks = 1, per = "work" }   # instead of shapes
     dtypes = ["float32"]
+    layouts = ["native", "block"]          # where A, B start and C ends (distmm run --layouts):
+                                           # native (default), rows, cols, block,
+                                           # block-cyclic:NB or LAYOUT@MESH
     repeat = 3
     warmup = 1
     trace = false                          # --trace into results/<name>-traces/<run>/
@@ -18,6 +21,11 @@ to. A sweep is a TOML file (see ``scripts/*.toml``) or command-line flags, or bo
     hostfile = "hosts.txt"                 # mpiexec's hostfile
     ranks_per_node = 4                     # -ppn / --map-by ppr:N:node / --ntasks-per-node
     pin = true                             # bind each rank to a core
+
+Every layout but ``native`` times the redistribution of A and B in and of C out as well as the
+multiplication (the row's ``seconds`` are end to end, ``multiply_seconds`` the kernel's). The
+layouts are checked for every shape and rank count before any run; a tree ``topology`` takes
+native layouts only (as `distmm run` does).
 
 Weak scaling keeps the work per rank constant: at P ranks every dimension of ``base`` is scaled
 by (P / ranks)^(1/3), so M K N / P stays what it was at ``ranks`` (``per = "memory"`` scales by
@@ -37,6 +45,9 @@ import re
 from pathlib import Path
 
 from algorithms import ALGORITHMS, get
+from layouts.endpoints import NATIVE, user_layouts
+from layouts.tensorlayout import LayoutError
+from topology.mesh import MeshError
 
 from .errors import UsageError
 from .launch import LAUNCHER_HELP, launcher_problem
@@ -62,6 +73,10 @@ _KEYS = {
     "dtypes": (
         lambda v: _list_of(v, str) and v and all(x in ("float32", "float64") for x in v),
         'a list of "float32" / "float64"',
+    ),
+    "layouts": (
+        lambda v: _list_of(v, str) and v and all(x.strip() for x in v),
+        'a non-empty list of layout names ("native", "block", "block-cyclic:64", ...)',
     ),
     "repeat": (lambda v: _int(v) and v >= 1, "a positive integer"),
     "warmup": (lambda v: _int(v) and v >= 0, "a non-negative integer"),
@@ -180,6 +195,13 @@ def configure(args) -> dict:
     if args.weak:
         cfg["weak"] = {"base": _ints(args.weak, "--weak", 3)}
         cfg.pop("shapes", None)
+    layouts_from = None  # where the layouts came from, for an error message
+    if getattr(args, "layouts", None):
+        cfg["layouts"] = [x.strip() for x in args.layouts.split(";") if x.strip()]
+        layouts_from = "--layouts"
+    elif "layouts" in cfg:
+        line = _line_of(Path(args.file).read_text(), "layouts")
+        layouts_from = f"{args.file}:{line}" if line else args.file
     if args.dtype:
         cfg["dtypes"] = [d.strip() for d in args.dtype.split(",")]
         if not _KEYS["dtypes"][0](cfg["dtypes"]):
@@ -222,7 +244,30 @@ def configure(args) -> dict:
     cfg.setdefault("launcher", "mpiexec")
     cfg.setdefault("pin", False)
     cfg.setdefault("results", f"results/{cfg['name']}.csv")
+    cfg["layouts"] = list(dict.fromkeys(x.strip() for x in cfg.get("layouts", [NATIVE])))
+    _check_layouts(cfg, layouts_from)
     return cfg
+
+
+def _check_layouts(cfg: dict, where: str | None) -> None:
+    """Every layout at every rank count and shape of the sweep (the same for every algorithm),
+    so that a bad one stops the sweep before its first run, in one line naming where it came
+    from."""
+    moved = [spec for spec in cfg["layouts"] if spec != NATIVE]
+    if moved and cfg.get("topology", "mesh") not in ("", "mesh"):  # as distmm run refuses them
+        raise UsageError(
+            f"{where or 'layouts'}: layouts other than native ({', '.join(moved)}) do not run "
+            f"with topology {cfg['topology']!r} yet"
+        )
+    for spec in moved:
+        for P in cfg["ranks"]:
+            for shape in shapes_at(cfg, P):
+                try:
+                    user_layouts(dict.fromkeys("ABC", spec), tuple(shape), P)
+                except (LayoutError, MeshError) as err:
+                    at = f"{where or 'layouts'}: layouts {spec!r} at P={P}, shape "
+                    at += "x".join(map(str, shape))
+                    raise UsageError(f"{at}: {err}") from None
 
 
 def weak_shape(base, base_ranks: int, P: int, per: str = "work", rounding: int = 16):
@@ -233,15 +278,26 @@ def weak_shape(base, base_ranks: int, P: int, per: str = "work", rounding: int =
 
 
 def run_key(point: dict) -> str:
-    """The row key of a run: a hash of what makes it a different run."""
+    """The row key of a run: a hash of what makes it a different run. Native layouts leave the
+    key as it was before layouts were an axis, so older tables still resume."""
     fields = {k: point[k] for k in KEY_FIELDS}
+    if point.get("layouts_in", NATIVE) != NATIVE:
+        fields["layouts_in"] = point["layouts_in"]
     return hashlib.sha1(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def shapes_at(cfg: dict, P: int) -> list[list[int]]:
+    """The shapes the sweep runs at P ranks: ``shapes``, or the weak-scaling one."""
+    weak = cfg.get("weak")
+    if not weak:
+        return cfg["shapes"]
+    per, rounding = weak.get("per", "work"), weak.get("round", 16)
+    return [weak_shape(weak["base"], weak.get("ranks", 1), P, per, rounding)]
 
 
 def plan_runs(cfg: dict) -> tuple[list[dict], list[str]]:
     """The sweep's runs in order, and notes on the (algorithm, P) pairs skipped."""
     runs, skipped = [], []
-    weak = cfg.get("weak")
     for algo in cfg["algorithms"]:
         cannot = [P for P in cfg["ranks"] if not get(algo).grids(P)]
         if cannot and not cfg.get("topology"):
@@ -249,34 +305,24 @@ def plan_runs(cfg: dict) -> tuple[list[dict], list[str]]:
         for P in cfg["ranks"]:
             if P in cannot and not cfg.get("topology"):
                 continue
-            if weak:
-                shapes = [
-                    weak_shape(
-                        weak["base"],
-                        weak.get("ranks", 1),
-                        P,
-                        weak.get("per", "work"),
-                        weak.get("round", 16),
-                    )
-                ]
-            else:
-                shapes = cfg["shapes"]
-            for M, K, N in shapes:
+            for M, K, N in shapes_at(cfg, P):
                 for dtype in cfg["dtypes"]:
-                    point = {
-                        "sweep": cfg["name"],
-                        "scaling": "weak" if weak else "strong",
-                        "algo": algo,
-                        "P": P,
-                        "M": M,
-                        "K": K,
-                        "N": N,
-                        "dtype": dtype,
-                        "repeat": cfg["repeat"],
-                        "warmup": cfg["warmup"],
-                        "topology": cfg.get("topology", ""),
-                        "trace": bool(cfg["trace"]),
-                    }
-                    point["key"] = run_key(point)
-                    runs.append(point)
+                    for layouts in cfg.get("layouts", [NATIVE]):
+                        point = {
+                            "sweep": cfg["name"],
+                            "scaling": "weak" if cfg.get("weak") else "strong",
+                            "algo": algo,
+                            "P": P,
+                            "M": M,
+                            "K": K,
+                            "N": N,
+                            "dtype": dtype,
+                            "repeat": cfg["repeat"],
+                            "warmup": cfg["warmup"],
+                            "topology": cfg.get("topology", ""),
+                            "trace": bool(cfg["trace"]),
+                            "layouts_in": layouts,
+                        }
+                        point["key"] = run_key(point)
+                        runs.append(point)
     return runs, skipped
