@@ -1,14 +1,17 @@
 """What moving a tensor from one layout to another costs: the elements every pair of ranks
 exchanges (layouts/transfer.exchange_counts, the counts the real Alltoallv sends), priced as
-that all-to-all with the calibrated parameters."""
+that all-to-all with the calibrated parameters (Profile.exchange: the same pairwise-exchange
+formula and calibrated factor as ``Profile.collective("alltoall", ...)``, so a uniform
+redistribution costs exactly the calibrated all-to-all of its volume)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from layouts.endpoints import Move, move_counts
+from layouts.endpoints import Move, UserLayout, move_counts, moves, relabelling
 from layouts.tensorlayout import TensorLayout
 from layouts.transfer import exchange_counts
 from topology.mesh import AbstractMesh
@@ -16,24 +19,42 @@ from topology.mesh import AbstractMesh
 from .profile import Profile
 
 
+@dataclass(frozen=True)
+class MovePrice:
+    """An end-to-end run's moves priced: seconds in (A, B) and out (C), the elements the busiest
+    rank sends or receives in each move (summed over moves), and the relabelling used."""
+
+    redistribute_in: float
+    redistribute_out: float
+    words: int
+    ranks: tuple[int, ...] | None  # native mesh rank d runs on job rank ranks[d]
+    bytes_saved: int  # by the relabelling, against the identity order
+
+    @property
+    def seconds(self) -> float:
+        return self.redistribute_in + self.redistribute_out
+
+
+def _busiest(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(messages, elements) per rank of an exchange: the larger of what it sends and receives
+    (the diagonal, a local copy, excluded)."""
+    off = counts * (1 - np.eye(len(counts), dtype=counts.dtype))
+    sent, recv = off.sum(axis=1), off.sum(axis=0)
+    messages = np.maximum((off > 0).sum(axis=1), (off > 0).sum(axis=0))
+    return messages, np.maximum(sent, recv)
+
+
 def transfer_seconds(
     counts: np.ndarray, itemsize: int, profile: Profile, ranks_per_node: int
 ) -> float:
     """Seconds for one Alltoallv in which job rank s sends ``counts[s, t]`` elements to rank t
     (the diagonal is a local copy): the busiest rank's messages and bytes (the larger of what
-    it sends and receives) at the large-message rates, scaled by the calibrated all-to-all
-    factor and by core sharing."""
-    counts = np.asarray(counts)
-    off = counts * (1 - np.eye(len(counts), dtype=counts.dtype))
-    if not off.any():
+    it sends and receives) priced by Profile.exchange, scaled by core sharing."""
+    messages, elements = _busiest(np.asarray(counts))
+    if not elements.any():
         return 0.0
-    sent, recv = off.sum(axis=1), off.sum(axis=0)
-    messages = np.maximum((off > 0).sum(axis=1), (off > 0).sum(axis=0))
-    per_rank = messages * profile.alpha_large + np.maximum(sent, recv) * itemsize * (
-        profile.beta_large
-    )
-    factor = profile.collective_factor.get("alltoall", 1.0)
-    return float(per_rank.max()) * factor * profile.slowdown(ranks_per_node)
+    per_rank = profile.exchange(messages, elements * itemsize)
+    return float(per_rank.max()) * profile.slowdown(ranks_per_node)
 
 
 def move_seconds(
@@ -52,6 +73,35 @@ def move_seconds(
     return out
 
 
+def price_moves(
+    all_moves: Sequence[Move],
+    P: int,
+    profile: Profile,
+    itemsize: int,
+    ranks_per_node: int,
+    relabel: bool = True,
+) -> MovePrice:
+    """:func:`move_seconds` with the relabelling an end-to-end run makes (unless ``relabel`` is
+    False), and the words the moves make the busiest rank send or receive."""
+    if not all_moves:
+        return MovePrice(0.0, 0.0, 0, None, 0)
+    found = relabelling(all_moves, P, itemsize) if relabel else None
+    ranks = found.ranks if found is not None else None
+    phases = {True: 0.0, False: 0.0}
+    words = 0
+    for m in all_moves:
+        counts = move_counts(m, ranks)
+        phases[m.into] += transfer_seconds(counts, itemsize, profile, ranks_per_node)
+        words += int(_busiest(counts)[1].max())
+    saved = found.bytes_saved if found is not None else 0
+    return MovePrice(phases[True], phases[False], words, ranks, saved)
+
+
+def plan_moves(users: dict[str, UserLayout], plan) -> list[Move]:
+    """The moves between the user's layouts and an algorithm plan's native A, B and C."""
+    return moves(users, {n: (getattr(plan, n), plan.mesh) for n in ("A", "B", "C")})
+
+
 def redistribution_seconds(
     src: TensorLayout,
     src_mesh: AbstractMesh,
@@ -68,4 +118,11 @@ def redistribution_seconds(
     return transfer_seconds(counts, itemsize, profile, ranks_per_node)
 
 
-__all__ = ["move_seconds", "redistribution_seconds", "transfer_seconds"]
+__all__ = [
+    "MovePrice",
+    "move_seconds",
+    "plan_moves",
+    "price_moves",
+    "redistribution_seconds",
+    "transfer_seconds",
+]
