@@ -12,8 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from layouts.endpoints import Move, UserLayout, move_counts, moves, relabelling
+from layouts.redistribute import placement
+from layouts.relabel import Relabelling
 from layouts.tensorlayout import TensorLayout
-from layouts.transfer import exchange_counts
+from layouts.transfer import exchange_counts, overlap_pairs
 from topology.mesh import AbstractMesh
 
 from .profile import Profile
@@ -82,19 +84,82 @@ def price_moves(
     relabel: bool = True,
 ) -> MovePrice:
     """:func:`move_seconds` with the relabelling an end-to-end run makes (unless ``relabel`` is
-    False), and the words the moves make the busiest rank send or receive."""
+    False), and the words the moves make the busiest rank send or receive.
+
+    Computed from the sparse overlaps (layouts.transfer.overlap_pairs), never a P x P array,
+    where it can be: a source with one holder per element sends exactly its overlaps, and the
+    relabelling that gives every native rank the job rank overlapping it most is optimal
+    when those ranks differ. Otherwise the dense house functions (relabelling, move_counts)."""
     if not all_moves:
         return MovePrice(0.0, 0.0, 0, None, 0)
-    found = relabelling(all_moves, P, itemsize) if relabel else None
+    overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
+    found = None
+    if relabel:
+        found = _greedy_relabelling(all_moves, overlaps, P, itemsize)
+        if found is None:
+            found = relabelling(all_moves, P, itemsize)
     ranks = found.ranks if found is not None else None
+    pi = np.arange(P) if ranks is None else np.asarray(ranks, np.int64)
     phases = {True: 0.0, False: 0.0}
     words = 0
-    for m in all_moves:
-        counts = move_counts(m, ranks)
-        phases[m.into] += transfer_seconds(counts, itemsize, profile, ranks_per_node)
-        words += int(_busiest(counts)[1].max())
+    slow = profile.slowdown(ranks_per_node)
+    for m, (s, d, c, _) in zip(all_moves, overlaps, strict=True):
+        if placement(m.src, m.src_mesh).holders.shape[1] == 1:
+            src, dst = (s, pi[d]) if m.into else (pi[s], d)
+        else:  # replicated sources choose among holders: the house's exact counts
+            src, dst = np.nonzero(move_counts(m, ranks))
+            c = move_counts(m, ranks)[src, dst]
+        messages, elements = _busiest_sparse(src, dst, c, P)
+        if elements.any():
+            per_rank = profile.exchange(messages, elements * itemsize)
+            phases[m.into] += float(per_rank.max()) * slow
+        words += int(elements.max())
     saved = found.bytes_saved if found is not None else 0
     return MovePrice(phases[True], phases[False], words, ranks, saved)
+
+
+def _busiest_sparse(src, dst, count, P: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_busiest` from the nonzero (src, dst, count) entries, each pair once."""
+    off = src != dst
+    s, t, w = src[off], dst[off], count[off]
+    sent = np.bincount(s, w, minlength=P)
+    recv = np.bincount(t, w, minlength=P)
+    messages = np.maximum(np.bincount(s, minlength=P), np.bincount(t, minlength=P))
+    return messages, np.rint(np.maximum(sent, recv)).astype(np.int64)
+
+
+def _greedy_relabelling(all_moves, overlaps, P: int, itemsize: int) -> Relabelling | None:
+    """The relabelling that lays each native rank on the job rank holding most of what it
+    needs (summed over the moves), or None when two native ranks want the same job rank."""
+    jobs, natives, kept = [], [], []
+    total = 0
+    for m, (s, d, c, needed) in zip(all_moves, overlaps, strict=True):
+        jobs.append(s if m.into else d)  # [job rank, native mesh rank]
+        natives.append(d if m.into else s)
+        kept.append(c)
+        total += int(needed.sum())
+    key, inverse = np.unique(
+        np.concatenate(jobs) * P + np.concatenate(natives), return_inverse=True
+    )
+    weight = np.bincount(inverse, np.concatenate(kept), minlength=key.size)
+    job, native = key // P, key % P
+    identity = int(np.rint(weight[job == native].sum()))
+    order = np.lexsort((-weight, native))  # by native rank, the heaviest job rank first
+    first = order[np.r_[True, native[order][1:] != native[order][:-1]]]
+    best_job, best_native = job[first], native[first]
+    if np.unique(best_job).size != best_job.size:
+        return None
+    kept_best = int(np.rint(weight[first].sum()))
+    if kept_best <= identity:
+        ranks = tuple(range(P))
+        kept_best = identity
+    else:
+        out = np.full(P, -1, np.int64)
+        out[best_native] = best_job
+        free = np.setdiff1d(np.arange(P), best_job)  # natives overlapping nothing: any rank
+        out[out < 0] = free
+        ranks = tuple(int(r) for r in out)
+    return Relabelling(ranks, (total - identity) * itemsize, (total - kept_best) * itemsize)
 
 
 def plan_moves(users: dict[str, UserLayout], plan) -> list[Move]:
