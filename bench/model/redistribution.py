@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from layouts.endpoints import Move, UserLayout, move_counts, moves, relabelling
+from layouts.endpoints import Move, UserLayout, move_counts, moves
 from layouts.redistribute import placement
 from layouts.relabel import Relabelling
 from layouts.tensorlayout import TensorLayout
@@ -87,17 +87,14 @@ def price_moves(
     False), and the words the moves make the busiest rank send or receive.
 
     Computed from the sparse overlaps (layouts.transfer.overlap_pairs), never a P x P array,
-    where it can be: a source with one holder per element sends exactly its overlaps, and the
-    relabelling that gives every native rank the job rank overlapping it most is optimal
-    when those ranks differ. Otherwise the dense house functions (relabelling, move_counts)."""
+    where it can be: a source with one holder per element sends exactly its overlaps (others:
+    layouts.endpoints.move_counts), and the relabelling is :func:`_sparse_relabelling`."""
     if not all_moves:
         return MovePrice(0.0, 0.0, 0, None, 0)
     overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
     found = None
     if relabel:
-        found = _greedy_relabelling(all_moves, overlaps, P, itemsize)
-        if found is None:
-            found = relabelling(all_moves, P, itemsize)
+        found = _sparse_relabelling(all_moves, overlaps, P, itemsize)
     ranks = found.ranks if found is not None else None
     pi = np.arange(P) if ranks is None else np.asarray(ranks, np.int64)
     phases = {True: 0.0, False: 0.0}
@@ -128,9 +125,11 @@ def _busiest_sparse(src, dst, count, P: int) -> tuple[np.ndarray, np.ndarray]:
     return messages, np.rint(np.maximum(sent, recv)).astype(np.int64)
 
 
-def _greedy_relabelling(all_moves, overlaps, P: int, itemsize: int) -> Relabelling | None:
-    """The relabelling that lays each native rank on the job rank holding most of what it
-    needs (summed over the moves), or None when two native ranks want the same job rank."""
+def _sparse_relabelling(all_moves, overlaps, P: int, itemsize: int) -> Relabelling:
+    """layouts.endpoints.relabelling from the sparse overlaps: each native rank on the job rank
+    holding most of what it needs (summed over the moves) when those differ (then optimal),
+    else a maximum-weight matching on the overlapping pairs (:func:`_matching`). The identity
+    is kept where it is optimal."""
     jobs, natives, kept = [], [], []
     total = 0
     for m, (s, d, c, needed) in zip(all_moves, overlaps, strict=True):
@@ -148,8 +147,8 @@ def _greedy_relabelling(all_moves, overlaps, P: int, itemsize: int) -> Relabelli
     first = order[np.r_[True, native[order][1:] != native[order][:-1]]]
     best_job, best_native = job[first], native[first]
     if np.unique(best_job).size != best_job.size:
-        return None
-    kept_best = int(np.rint(weight[first].sum()))
+        best_job, best_native = _matching(job, native, weight, P)
+    kept_best = int(np.rint(_weights(job * P + native, weight, best_job * P + best_native).sum()))
     if kept_best <= identity:
         ranks = tuple(range(P))
         kept_best = identity
@@ -160,6 +159,32 @@ def _greedy_relabelling(all_moves, overlaps, P: int, itemsize: int) -> Relabelli
         out[out < 0] = free
         ranks = tuple(int(r) for r in out)
     return Relabelling(ranks, (total - identity) * itemsize, (total - kept_best) * itemsize)
+
+
+def _weights(keys: np.ndarray, weight: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """weight of each ``want`` key in the sorted ``keys`` (0 where absent)."""
+    at = np.minimum(np.searchsorted(keys, want), keys.size - 1)
+    return np.where(keys[at] == want, weight[at], 0.0)
+
+
+def _matching(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:
+    """(job ranks, native ranks) of a maximum-weight matching over the weighted pairs, by
+    scipy's sparse assignment (LAPJVsp) on a 2P x 2P graph that makes it perfect: rows are job
+    ranks and one spare per native rank, columns native ranks and one spare per job rank; a
+    job rank may take its spare (unmatched), a native rank its spare, and a native's spare the
+    job's spare wherever the pair is an edge. Every edge weighs 1 more than its overlap, so each
+    perfect matching's weight is its overlap plus 2P."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import min_weight_full_bipartite_matching
+
+    spare = np.arange(P)
+    rows = np.concatenate([job, spare, P + spare, P + native])
+    cols = np.concatenate([native, P + spare, spare, P + job])
+    data = np.concatenate([weight + 1.0, np.ones(2 * P), np.ones(job.size)])
+    graph = coo_matrix((data, (rows, cols)), shape=(2 * P, 2 * P)).tocsr()
+    _, match = min_weight_full_bipartite_matching(graph, maximize=True)
+    real = (np.arange(2 * P) < P) & (match < P)
+    return np.nonzero(real)[0], match[real]
 
 
 def plan_moves(users: dict[str, UserLayout], plan) -> list[Move]:
