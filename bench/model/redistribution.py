@@ -125,11 +125,16 @@ def _busiest_sparse(src, dst, count, P: int) -> tuple[np.ndarray, np.ndarray]:
     return messages, np.rint(np.maximum(sent, recv)).astype(np.int64)
 
 
+_EDGES_PER_RANK = 8
+
+
 def _sparse_relabelling(all_moves, overlaps, P: int, itemsize: int) -> Relabelling:
     """layouts.endpoints.relabelling from the sparse overlaps: each native rank on the job rank
     holding most of what it needs (summed over the moves) when those differ (then optimal),
-    else a maximum-weight matching on the overlapping pairs (:func:`_matching`). The identity
-    is kept where it is optimal."""
+    else a maximum-weight matching on the overlapping pairs (:func:`_matching`); with more than
+    4 _EDGES_PER_RANK pairs per rank, on each native rank's _EDGES_PER_RANK heaviest: optimal unless a native rank's best free job rank is not
+    among them (then at most that much worse; such spread overlaps keep little in place anyway).
+    The identity is kept where it is no worse."""
     jobs, natives, kept = [], [], []
     total = 0
     for m, (s, d, c, needed) in zip(all_moves, overlaps, strict=True):
@@ -147,7 +152,9 @@ def _sparse_relabelling(all_moves, overlaps, P: int, itemsize: int) -> Relabelli
     first = order[np.r_[True, native[order][1:] != native[order][:-1]]]
     best_job, best_native = job[first], native[first]
     if np.unique(best_job).size != best_job.size:
-        best_job, best_native = _matching(job, native, weight, P)
+        rank_in = np.arange(order.size) - np.searchsorted(native[order], native[order])
+        keep = order[rank_in < _EDGES_PER_RANK] if order.size > 4 * _EDGES_PER_RANK * P else order
+        best_job, best_native = _matching(job[keep], native[keep], weight[keep], P)
     kept_best = int(np.rint(_weights(job * P + native, weight, best_job * P + best_native).sum()))
     if kept_best <= identity:
         ranks = tuple(range(P))
