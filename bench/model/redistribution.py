@@ -131,10 +131,11 @@ _EDGES_PER_RANK = 8
 def _sparse_relabelling(all_moves, overlaps, P: int, itemsize: int) -> Relabelling:
     """layouts.endpoints.relabelling from the sparse overlaps: each native rank on the job rank
     holding most of what it needs (summed over the moves) when those differ (then optimal),
-    else a maximum-weight matching on the overlapping pairs (:func:`_matching`); with more than
-    4 _EDGES_PER_RANK pairs per rank, on each native rank's _EDGES_PER_RANK heaviest: optimal unless a native rank's best free job rank is not
-    among them (then at most that much worse; such spread overlaps keep little in place anyway).
-    The identity is kept where it is no worse."""
+    else a maximum-weight matching on the overlapping pairs (:func:`_matching`). With more than
+    4 _EDGES_PER_RANK pairs per rank (P = 4096 and 1-D layouts), only each native rank's
+    _EDGES_PER_RANK heaviest pairs: optimal unless a native rank's best free job rank is not
+    among them (such spread overlaps keep little in place anyway). The identity is kept where
+    it is no worse."""
     jobs, natives, kept = [], [], []
     total = 0
     for m, (s, d, c, needed) in zip(all_moves, overlaps, strict=True):
