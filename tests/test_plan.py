@@ -119,6 +119,8 @@ def test_printed_command_runs(profile_file):
         "4",
         "--profile",
         str(profile_file),
+        "--layouts",
+        "native",  # distmm run --layouts: the lead's branch (issue 12)
         "--run",
         "--top",
         "1",
