@@ -48,6 +48,7 @@ from .options import (
     add_ranks_per_node,
     add_shape,
     add_topology,
+    layout_specs,
     ranks_per_node,
     resolved_layouts,
 )
@@ -202,6 +203,8 @@ def _chain_main(args, profile: Profile, rpn: int) -> int:
         raise UsageError("--chain needs at least M,K1,K2 (one product)")
     if args.topology != "mesh" or args.run:
         raise UsageError("--chain plans on a plain mesh without --run")
+    if any(v not in (None, "native") for v in (args.layouts, *layout_specs(args).values())):
+        raise UsageError("--chain plans native layouts only (no --layouts yet)")
     started = time.perf_counter()
     res = plan_chain(dims, args.P, profile, args.dtype, rpn, budget=args.memory_per_rank)
     elapsed = time.perf_counter() - started
