@@ -25,8 +25,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-# the event kinds that move data (the model and calibration use the same list)
-COMM_KINDS = ("shift", "bcast", "allgather", "reduce_scatter", "allreduce")
+# the kinds that move data (the model and calibration use the same list); no algorithm's
+# schedule has an alltoall: calibration measures it to price redistributions
+COMM_KINDS = ("shift", "bcast", "allgather", "reduce_scatter", "allreduce", "alltoall")
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,7 @@ def collectives(world, quick: bool) -> dict[str, list[list[float]]]:
             "allgather": partial(world.Allgather, a, gathered),
             "reduce_scatter": partial(world.Reduce_scatter_block, a, part, op=MPI.SUM),
             "allreduce": partial(world.Allreduce, a, b, op=MPI.SUM),
+            "alltoall": partial(world.Alltoall, a, b),
         }
         warm, iters = _iters(a.nbytes, quick)
         for kind, op in ops.items():

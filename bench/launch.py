@@ -39,11 +39,13 @@ def run_argv(
     profile: str | None = None,
     trace: str | None = None,
     as_json: bool = False,
-    layouts: str | None = None,
+    layouts: str | dict | None = None,
+    relabel: bool = True,
 ) -> list[str]:
     """``["run", ALGO, "--shape", "M,K,N", ...]``: flags only where they differ from `distmm
-    run`'s defaults; ``options`` are the algorithm options (grid, fop, pace, panel) by name;
-    ``layouts`` is --layouts (left out for native, run's default)."""
+    run`'s defaults; ``options`` are the algorithm options (grid, fop, pace, panel) by name,
+    ``layouts`` the user's layout spec for A, B and C, or specs {"A", "B", "C"} (--layouts, or
+    --layout-a/-b/-c; nothing for native, run's default)."""
     argv = ["run", algo, "--shape", ",".join(map(str, shape))]
     for name, value in (options or {}).items():
         text = ",".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
@@ -52,6 +54,7 @@ def run_argv(
         argv.append("--no-overlap")
     if dtype != "float32":
         argv += ["--dtype", dtype]
+    argv += _layout_flags(layouts, relabel)
     if topology not in ("mesh", "", None):
         argv += ["--topology", topology]
         if binding is not None:
@@ -62,11 +65,24 @@ def run_argv(
         ("--warmup", warmup),
         ("--profile", profile),
         ("--trace", trace),
-        ("--layouts", None if layouts == "native" else layouts),
     ):
         if value is not None:
             argv += [flag, str(value)]
     return argv + (["--json"] if as_json else [])
+
+
+def _layout_flags(layouts: str | dict | None, relabel: bool) -> list[str]:
+    """--layouts NAME when A, B and C share one, else --layout-a/-b/-c; none for native."""
+    if isinstance(layouts, str):
+        layouts = dict.fromkeys("ABC", layouts)
+    specs = {n: (layouts or {}).get(n, "native") for n in "ABC"}
+    if set(specs.values()) == {"native"}:
+        return []
+    if len(set(specs.values())) == 1:
+        flags = ["--layouts", specs["A"]]
+    else:
+        flags = [f for n, v in specs.items() if v != "native" for f in (f"--layout-{n.lower()}", v)]
+    return flags + ([] if relabel else ["--no-relabel"])
 
 
 def shell_command(P: int, argv: list[str]) -> str:

@@ -160,3 +160,19 @@ def add_layouts(p: argparse.ArgumentParser, default: str = "native") -> None:
 def layout_specs(args: argparse.Namespace) -> dict[str, str]:
     """{"A", "B", "C": spec} from --layouts and --layout-a/-b/-c."""
     return {m.upper(): getattr(args, f"layout_{m}") or args.layouts for m in "abc"}
+
+
+def resolved_layouts(args: argparse.Namespace, shape, P: int) -> dict:
+    """{"A", "B", "C": layouts.endpoints.UserLayout} of --layouts/--layout-a/-b/-c for this shape
+    and rank count (LayoutError / MeshError with one line when bad); anything but native is
+    refused on a tree (--topology), where redistribution is not modelled."""
+    from layouts.endpoints import user_layouts
+
+    from .errors import UsageError
+
+    users = user_layouts(layout_specs(args), tuple(shape), P)
+    if getattr(args, "topology", "mesh") != "mesh" and not all(u.native for u in users.values()):
+        raise UsageError(
+            "--layouts other than native with --topology: not supported on the tree yet"
+        )
+    return users

@@ -6,7 +6,10 @@ and, on a tree (``--topology``), each binding of the mesh onto the tree. Each ca
 with the cost model (rank 0's schedule, as `distmm predict` does), its memory per rank estimated
 (`distmm run`'s estimate) and its bytes moved per rank counted. The output is the ranked table,
 the time/memory Pareto front, the fastest plan within ``--memory-per-rank`` and the command that
-runs it. ``--run`` runs the top candidates (under mpiexec, or ``--launcher srun`` / a template, with
+runs it. Candidates are ranked by end-to-end time from the layouts the user names (``--layouts``,
+default ``block``; ``native`` ranks the kernels alone), with the words each moves per rank
+against the lower bound for its memory (bench/plan_ranking.py, bench/model/bound.py).
+``--run`` runs the top candidates (under mpiexec, or ``--launcher srun`` / a template, with
 ``--hostfile``, ``--ranks-per-node`` and ``--pin``) and sets measured beside predicted.
 
 Chains (``--chain M,K1,K2,...``): X[M,K1] @ W1[K1,K2] @ W2[K2,K3] ... Each product keeps its best
@@ -31,20 +34,32 @@ import argparse
 import json
 import time
 
+from layouts.endpoints import label
+
 from .errors import UsageError
 from .launch import Launcher, add_launcher_arguments
 from .model import Profile
 from .options import (
     add_dtype,
     add_json,
+    add_layouts,
     add_links,
     add_profile,
     add_ranks_per_node,
     add_shape,
     add_topology,
+    layout_specs,
     ranks_per_node,
+    resolved_layouts,
 )
-from .plan_view import candidate_table, chain_record, chain_text, measured_text, recommendation
+from .plan_view import (
+    BOUND_NOTE,
+    candidate_table,
+    chain_record,
+    chain_text,
+    measured_text,
+    recommendation,
+)
 from .planner import candidates, measure, plan_chain, recommend, run_set
 from .units import format_bytes, ints, parse_bytes, positive
 
@@ -76,6 +91,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="rows of the table to print (default 15) / candidates --run runs (3)",
     )
+    add_layouts(p, "block")
+    p.set_defaults(layouts=None)  # block on a mesh, native on a tree (not modelled there yet)
     add_json(p)
     p.add_argument(
         "--run",
@@ -94,13 +111,28 @@ def main(args) -> int:
     if args.chain is not None:
         return _chain_main(args, profile, rpn)
     shape = tuple(args.shape)
+    if args.layouts is None:
+        args.layouts = "block" if args.topology == "mesh" else "native"
+    users = resolved_layouts(args, shape, P)
+    top = args.top or (3 if args.run else 15)
     started = time.perf_counter()
-    cands = candidates(shape, P, profile, args.dtype, rpn, args.topology, args.links)
+    cands = candidates(
+        shape,
+        P,
+        profile,
+        args.dtype,
+        rpn,
+        args.topology,
+        args.links,
+        users=users,
+        relabel=not args.no_relabel,
+        need=max(top, 15),
+        budget=args.memory_per_rank,
+    )
     elapsed = time.perf_counter() - started
     if not cands:
         raise UsageError(f"no algorithm admits {P} ranks")
     best = recommend(cands, args.memory_per_rank)
-    top = args.top or (3 if args.run else 15)
     measured = None
     if args.run:
         launcher = Launcher.find(
@@ -116,6 +148,7 @@ def main(args) -> int:
             "dtype": args.dtype,
             "ranks_per_node": rpn,
             "topology": args.topology,
+            "layouts": label(users),
             "memory_per_rank": args.memory_per_rank,
             "planning_seconds": elapsed,
             "candidates": [c.record(shape, P, args.dtype, args.topology) for c in cands],
@@ -140,11 +173,19 @@ def main(args) -> int:
         + (f", topology {args.topology}" if args.topology != "mesh" else "")
         + (f", budget {format_bytes(args.memory_per_rank)}/rank" if args.memory_per_rank else "")
     )
+    e2e = label(users) != "native"
     print(
         f"{len(cands)} candidates priced in {elapsed * 1e3:.0f} ms; the best "
-        f"{min(top, len(cands))} by predicted time (* = on the time/memory Pareto front):"
+        f"{min(top, len(cands))} by predicted "
+        + (
+            f"end-to-end time from layouts {label(users)}"
+            if e2e
+            else "kernel time (native layouts)"
+        )
+        + " (* = on the time/memory Pareto front):"
     )
     print(candidate_table(cands[:top]))
+    print(BOUND_NOTE)
     hidden = [c for c in cands[top:] if c.pareto]
     if hidden:
         print("further Pareto-optimal (less memory, slower):")
@@ -162,6 +203,8 @@ def _chain_main(args, profile: Profile, rpn: int) -> int:
         raise UsageError("--chain needs at least M,K1,K2 (one product)")
     if args.topology != "mesh" or args.run:
         raise UsageError("--chain plans on a plain mesh without --run")
+    if any(v not in (None, "native") for v in (args.layouts, *layout_specs(args).values())):
+        raise UsageError("--chain plans native layouts only (no --layouts yet)")
     started = time.perf_counter()
     res = plan_chain(dims, args.P, profile, args.dtype, rpn, budget=args.memory_per_rank)
     elapsed = time.perf_counter() - started

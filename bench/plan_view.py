@@ -6,14 +6,17 @@ from __future__ import annotations
 from .planner import Candidate
 from .units import format_bytes
 
-_HEAD = f"{'algorithm':<10}{'grid/F_op':<14}{'params':<18}{'ovl':<5}{'pred [ms]':>10}"
+_HEAD = (
+    f"{'algorithm':<10}{'grid/F_op':<14}{'params':<18}{'ovl':<5}{'kernel [ms]':>12}{'e2e [ms]':>10}"
+)
 
 
 def _row(c: Candidate) -> str:
-    """The columns _HEAD names, for one candidate."""
+    """The columns _HEAD names, for one candidate (end to end: >= when never priced)."""
+    e2e = f"{c.seconds * 1e3:>10.3f}" if c.exact else f"{'>=' + format(c.seconds * 1e3, '.3f'):>10}"
     return (
         f"{c.algo:<10}{c.grid_text:<14}{c.params_text:<18}"
-        f"{'on' if c.overlap else 'off':<5}{c.seconds * 1e3:>10.3f}"
+        f"{'on' if c.overlap else 'off':<5}{c.kernel * 1e3:>12.3f}{e2e}"
     )
 
 
@@ -23,24 +26,32 @@ def _overlap(c: Candidate) -> str:
 
 def candidate_table(cands: list[Candidate], start: dict | None = None, header: bool = True) -> str:
     """One line per candidate; ``start`` maps id(candidate) to its rank when not 1, 2, ..."""
-    lines = (
-        [f"{'#':>3} {_HEAD}{'GFLOP/s':>9}{'mem/rank':>12}{'bytes/rank':>12}  P"] if header else []
-    )
+    head = f"{'#':>3} {_HEAD}{'GFLOP/s':>9}{'mem/rank':>12}{'words/rank':>12}{'words/bound':>12}  P"
+    lines = [head] if header else []
     for i, c in enumerate(cands):
         n = start[id(c)] if start else i + 1
         gf = c.plan.flops / c.seconds / 1e9 if c.seconds else 0.0
+        ratio = f"{c.words_ratio:>12.2f}" if c.words_ratio is not None else f"{'-':>12}"
         lines.append(
             f"{n:>3} {_row(c)}{gf:>9.1f}{format_bytes(c.memory):>12}"
-            f"{format_bytes(c.bytes_sent):>12}  {'*' if c.pareto else ''}"
+            f"{c.words:>12.4g}{ratio}  {'*' if c.pareto else ''}"
         )
     return "\n".join(lines)
+
+
+BOUND_NOTE = (
+    "words/rank: elements rank 0 sends in the kernel plus those the busiest rank sends or "
+    "receives redistributing; words/bound: against max(MKN/(2 sqrt(2) P sqrt(S)) - S, "
+    "D - (MK+KN+MN)/P), S the memory per rank in words, D = 3 (MKN/P)^(2/3) in 3-D "
+    "(bench/model/bound.py)"
+)
 
 
 def recommendation(best: Candidate) -> str:
     return (
         f"recommended: {best.algo} {best.grid_text} {best.params_text} overlap="
-        f"{_overlap(best)}: {best.seconds * 1e3:.2f} ms predicted, "
-        f"{format_bytes(best.memory)}/rank"
+        f"{_overlap(best)}: {best.seconds * 1e3:.2f} ms predicted end to end "
+        f"({best.kernel * 1e3:.2f} ms kernel), {format_bytes(best.memory)}/rank"
     )
 
 

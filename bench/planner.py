@@ -17,6 +17,7 @@ from algorithms.plan import PlanError
 from .errors import UsageError
 from .launch import Launcher, run_argv, shell_command
 from .model import Profile, predict, redistribution_seconds, schedule
+from .plan_ranking import rank_end_to_end, set_words
 from .units import format_bytes
 
 
@@ -27,10 +28,22 @@ class Candidate:
     overlap: bool
     plan: object = field(repr=False)
     binding: object = None
-    seconds: float = math.inf
+    seconds: float = math.inf  # end to end (the kernel alone for native layouts)
     memory: int = 0
     bytes_sent: int = 0
     pareto: bool = False
+    kernel: float = math.inf  # the multiplication alone
+    redistribute: tuple[float, float] = (0.0, 0.0)  # (in, out) seconds
+    relabel_bytes_saved: int = 0
+    words: int = 0  # elements the rank sends in the kernel + the busiest rank moves around it
+    bound: float = 0.0  # lower bound on words per rank for this memory (bench/model/bound.py)
+    exact: bool = True  # False: never priced end to end (seconds is a lower bound)
+    layouts: dict | None = None  # the user's layout specs {"A", "B", "C"} (None: native)
+    relabel: bool = True
+
+    @property
+    def words_ratio(self) -> float | None:
+        return self.words / self.bound if self.bound > 0 else None
 
     @property
     def grid_text(self) -> str:
@@ -54,6 +67,8 @@ class Candidate:
             overlap=self.overlap,
             topology=topology,
             binding=self.binding,
+            layouts=self.layouts,
+            relabel=self.relabel,
         )
 
     def command(self, shape, P: int, dtype: str, topology: str = "mesh") -> str:
@@ -67,7 +82,14 @@ class Candidate:
             "options": {k: list(v) if isinstance(v, tuple) else v for k, v in self.options.items()},
             "overlap": self.overlap,
             "binding": str(self.binding) if self.binding else None,
-            "predicted_seconds": self.seconds,
+            "predicted_seconds": self.seconds if self.exact else None,
+            "predicted_seconds_at_least": self.seconds,
+            "predicted_multiply_seconds": self.kernel,
+            "predicted_redistribute_in_seconds": self.redistribute[0] if self.exact else None,
+            "predicted_redistribute_out_seconds": self.redistribute[1] if self.exact else None,
+            "relabel_bytes_saved": self.relabel_bytes_saved,
+            "words_per_rank": self.words if self.exact else None,
+            "words_bound": self.bound,
             "predicted_gflops": self.plan.flops / self.seconds / 1e9 if self.seconds else None,
             "memory_per_rank": self.memory,
             "bytes_per_rank": self.bytes_sent,
@@ -101,8 +123,14 @@ def candidates(
     topology: str = "mesh",
     links_spec: str | None = None,
     algos=None,
+    users: dict | None = None,
+    relabel: bool = True,
+    need: int = 15,
+    budget: int | None = None,
 ) -> list[Candidate]:
-    """Every candidate plan, priced, ranked by predicted time, Pareto front marked."""
+    """Every candidate plan, priced, ranked by predicted time, Pareto front marked. With
+    ``users`` (layouts.endpoints.user_layouts) not all native: ranked by end-to-end time, the
+    ``need`` best (and the best within ``budget``) priced exactly (bench/plan_ranking.py)."""
     tree = links = None
     if topology != "mesh":
         from topology.links import LinkModel
@@ -141,7 +169,16 @@ def candidates(
                     out.append(
                         Candidate(algo, opts, overlap, plan, b, pred.seconds, mem, pred.bytes_sent)
                     )
-    out.sort(key=lambda c: (c.seconds, c.memory))
+    for c in out:
+        c.kernel, c.words = c.seconds, c.bytes_sent // npdt.itemsize
+    set_words(out, shape, P, npdt.itemsize)
+    if users is not None and not all(u.native for u in users.values()):
+        specs = {n: u.spec for n, u in users.items()}
+        for c in out:
+            c.layouts, c.relabel = specs, relabel
+        out = rank_end_to_end(out, users, profile, dtype, rpn, relabel, need, budget)
+    else:
+        out.sort(key=lambda c: (c.seconds, c.memory))
     mark_pareto(out)
     return out
 

@@ -2,6 +2,9 @@
 
 Evaluates the schedule the algorithm's own loop issues (run symbolically for one rank) with the
 calibrated parameters, for any rank count, and sets the literature's closed form beside it.
+With ``--layouts`` (default native) it also prices moving A and B from the user's layouts into
+the algorithm's and C back out (bench/model/redistribution.py, with COSTA's relabelling unless
+``--no-relabel``): kernel, redistribute in, redistribute out and end-to-end seconds.
 """
 
 from __future__ import annotations
@@ -14,14 +17,16 @@ import time
 import numpy as np
 
 from .errors import UsageError
-from .model import Profile, predict, schedule, stated_cost
+from .model import Profile, plan_moves, predict, price_moves, schedule, stated_cost
 from .options import (
     add_json,
+    add_layouts,
     add_links,
     add_plan_arguments,
     add_profile,
     add_ranks_per_node,
     ranks_per_node,
+    resolved_layouts,
 )
 from .runner import bound_layouts, make_plan, tree_setup
 from .units import format_bytes, positive
@@ -33,6 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_profile(p)
     add_links(p)
     add_ranks_per_node(p)
+    add_layouts(p, "native")
     add_json(p)
 
 
@@ -46,10 +52,11 @@ def main(args) -> int:
     if P is None:
         raise UsageError("give the rank count with --P N (or a --grid)")
     started = time.perf_counter()
+    users = resolved_layouts(args, args.shape, P)
     module, plan = make_plan(args, P)
     rpn = ranks_per_node(args, P)
     on = _on_mesh if args.topology == "mesh" else _on_tree
-    record, text = on(args, module, plan, profile, rpn, started)
+    record, text = on(args, module, plan, profile, rpn, started, users)
     print(json.dumps(record) if args.json else text)
     return 0
 
@@ -68,17 +75,25 @@ def _gflops(plan, pred) -> float | None:
     return plan.flops / pred.seconds / 1e9 if pred.seconds else None
 
 
-def _on_mesh(args, module, plan, profile, rpn: int, started) -> tuple[dict, str]:
+def _on_mesh(args, module, plan, profile, rpn: int, started, users) -> tuple[dict, str]:
     """The record and the text of a prediction on a plain mesh."""
     events = schedule(module, plan, 0, np.dtype(args.dtype))
     pred = predict(events, profile, args.dtype, rpn)
     word = np.dtype(args.dtype).itemsize
     stated = stated_cost(plan.algo, plan.shape, plan.P, plan.grid, profile, word)
+    price = price_moves(plan_moves(users, plan), plan.P, profile, word, rpn, not args.no_relabel)
+    total = pred.seconds + price.seconds
     record = {
         **_head(plan, args.dtype),
         "layouts": plan.describe(),
+        "user_layouts": {n: str(u) for n, u in users.items()},
         **pred.as_dict(),
-        "predicted_gflops": _gflops(plan, pred),
+        "predicted_seconds": total,
+        "predicted_multiply_seconds": pred.seconds,
+        "predicted_redistribute_in_seconds": price.redistribute_in,
+        "predicted_redistribute_out_seconds": price.redistribute_out,
+        "relabel_bytes_saved": price.bytes_saved,
+        "predicted_gflops": plan.flops / total / 1e9 if total else None,
         "model_rank_messages": pred.messages,
         "stated": stated,
         "planning_seconds": time.perf_counter() - started,
@@ -93,7 +108,13 @@ def _on_mesh(args, module, plan, profile, rpn: int, started) -> tuple[dict, str]
             f"{kind:<16}{sec:>14.6f}"
             for kind, sec in sorted(pred.phases.items(), key=lambda kv: -kv[1])
         ),
-        f"{'total':<16}{pred.seconds:>14.6f}   {record['predicted_gflops']:.1f} GFLOP/s",
+        f"{'kernel':<16}{pred.seconds:>14.6f}   {plan.flops / pred.seconds / 1e9:.1f} GFLOP/s",
+        f"{'redistribute in':<16}{price.redistribute_in:>14.6f}",
+        f"{'redistribute out':<16}{price.redistribute_out:>14.6f}",
+        f"{'end-to-end':<16}{total:>14.6f}   {record['predicted_gflops']:.1f} GFLOP/s"
+        + (
+            f"   (relabelling saves {format_bytes(price.bytes_saved)})" if price.bytes_saved else ""
+        ),
         f"rank 0 sends {format_bytes(pred.bytes_sent, 'MiB')} in {pred.messages} messages "
         f"({pred.bytes_sent / word:.4g} words)",
     ]
@@ -108,7 +129,7 @@ def _on_mesh(args, module, plan, profile, rpn: int, started) -> tuple[dict, str]
     return record, "\n".join(lines)
 
 
-def _on_tree(args, module, plan, profile, rpn: int, started) -> tuple[dict, str]:
+def _on_tree(args, module, plan, profile, rpn: int, started, users) -> tuple[dict, str]:
     """On a tree: one binding (--bind, default the natural one) or every one (--bind all),
     ranked by predicted time; rank 0's schedule only."""
     from topology.tree import LEVELS, bindings

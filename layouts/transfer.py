@@ -179,19 +179,33 @@ def overlap_counts(
     coordinate 0 need nothing). Laid on communicator ranks ``ranks``, the transfer moves
     ``needed.sum() - sum_d H[ranks[d], d]`` elements."""
     P = src_mesh.size
+    s, d, count, needed = overlap_pairs(src, src_mesh, dst, dst_mesh)
+    H = np.zeros((P, P), np.int64)
+    H[s, d] = count
+    return H, needed
+
+
+def overlap_pairs(
+    src: TensorLayout, src_mesh: AbstractMesh, dst: TensorLayout, dst_mesh: AbstractMesh
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`overlap_counts` sparse: (s, d, count, needed), the nonzero entries of H (each
+    pair once, sorted by s * P + d) and needed; no P x P array, for large P."""
+    P = src_mesh.size
     splace, dplace = _check_pair(src, src_mesh, dst, dst_mesh)
-    H = np.zeros(P * P, np.int64)
+    pairs, counts = [], []
     needed = np.zeros(P, np.int64)
     for sbase, sres, dbase, dres, count in _keys(src, splace, dplace):
         sh, dh = splace.holders[sres], dplace.holders[dres]
         d = dbase[:, None] + dh
-        np.add.at(needed, d[dh >= 0], np.broadcast_to(count[:, None], d.shape)[dh >= 0])
+        w = np.broadcast_to(count[:, None], d.shape)
+        needed += np.bincount(d[dh >= 0], w[dh >= 0], minlength=P).astype(np.int64)
         for k in range(sh.shape[1]):
-            s = sbase + sh[:, k]
-            pair = s[:, None] * P + d
             real = (sh[:, k] >= 0)[:, None] & (dh >= 0)
-            np.add.at(H, pair[real], np.broadcast_to(count[:, None], d.shape)[real])
-    return H.reshape(P, P), needed
+            pairs.append(((sbase + sh[:, k])[:, None] * P + d)[real])
+            counts.append(w[real])
+    pair, inverse = np.unique(np.concatenate(pairs), return_inverse=True)
+    total = np.bincount(inverse, np.concatenate(counts), minlength=pair.size)
+    return pair // P, pair % P, np.rint(total).astype(np.int64), needed
 
 
 # -- checks ----------------------------------------------------------------------------------
@@ -240,6 +254,18 @@ def _holds(table: np.ndarray, base, res, rank) -> np.ndarray:
     return ok & table[res, np.where(ok, off, 0)]
 
 
+def _unique_rows(parts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(parts, axis=0, return_counts=True) for non-negative int rows, counts int64:
+    each row packed into one integer first (a 1-D unique sorts many times faster)."""
+    radix = parts.max(axis=0) + 1
+    if float(np.prod(radix.astype(float))) >= 2**62:
+        keys, counts = np.unique(parts, axis=0, return_counts=True)
+        return keys, counts.astype(np.int64)
+    packed = np.ravel_multi_index(parts.T, radix)
+    uniq, counts = np.unique(packed, return_counts=True)
+    return np.stack(np.unravel_index(uniq, radix), axis=1).astype(np.int64), counts.astype(np.int64)
+
+
 def _keys(src: TensorLayout, splace: Placement, dplace: Placement):
     """Yield (src base rank, src residue, dst base rank, dst residue, element count) arrays
     over the logical elements, grouped: per dimension the distinct (src rank part, src
@@ -255,8 +281,7 @@ def _keys(src: TensorLayout, splace: Placement, dplace: Placement):
             ],
             axis=1,
         )
-        keys, counts = np.unique(parts, axis=0, return_counts=True)
-        per_dim.append((keys, counts.astype(np.int64)))
+        per_dim.append(_unique_rows(parts))
     keys, counts = per_dim[-1]
     for k, c in reversed(per_dim[1:-1]):  # the inner dimensions, fully combined
         keys = (k[:, None, :] + keys[None, :, :]).reshape(-1, 4)
@@ -271,4 +296,11 @@ def _keys(src: TensorLayout, splace: Placement, dplace: Placement):
         yield k[:, 0], k[:, 1] % splace.n_time, k[:, 2], k[:, 3] % dplace.n_time, c
 
 
-__all__ = ["Transfer", "exchange_counts", "overlap_counts", "redistribute_between", "transfer"]
+__all__ = [
+    "Transfer",
+    "exchange_counts",
+    "overlap_counts",
+    "overlap_pairs",
+    "redistribute_between",
+    "transfer",
+]

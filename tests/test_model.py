@@ -93,6 +93,8 @@ def test_calibrate_trace_analyze(tmp_path):
     assert "Latency [us]" in r.stdout and "GFLOP/s" in r.stdout
     data = json.loads(prof.read_text())
     assert data["machine"]["ranks"] == 2 and data["p2p"]["large"]["beta"] > 0
+    assert data["collectives"]["alltoall"] and data["collective_factor"]["alltoall"] > 0
+    assert "# alltoall on 2 ranks" in r.stdout
     traces = tmp_path / "trace"
     r = distmm_mpi(
         4,

@@ -128,5 +128,6 @@ def test_printed_command_runs(profile_file):
     )
     assert r.returncode == 0, r.stderr
     assert "run it:  mpiexec -n 4 distmm run " in r.stdout
+    assert "--layouts block" in r.stdout  # plan's default: end to end from 2-D blocks
     assert "predicted vs measured" in r.stdout
     assert "first choice was the measured fastest" in r.stdout

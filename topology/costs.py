@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 EAGER_LIMIT = 16384  # bytes: below, MPICH uses the short-message algorithms
 
 
@@ -24,11 +26,13 @@ def collective_seconds(
     alpha_large: float | None = None,
     beta_large: float | None = None,
 ) -> float:
-    """Seconds for ``kind`` (shift, bcast, allgather, reduce_scatter, allreduce) on g ranks;
-    ``beta`` is seconds per byte."""
+    """Seconds for ``kind`` (shift, bcast, allgather, reduce_scatter, allreduce, alltoall) on g
+    ranks; ``beta`` is seconds per byte."""
     if g <= 1:
         return 0.0
     n = nbytes
+    if kind == "alltoall":  # n is this rank's whole buffer; pairwise exchange, g - 1 rounds
+        return exchange_seconds(g - 1, (g - 1) / g * n, alpha, beta, alpha_large, beta_large)
     lg = math.ceil(math.log2(g))
     if n < EAGER_LIMIT:
         a, b = alpha, beta
@@ -50,4 +54,23 @@ def collective_seconds(
     raise ValueError(f"no cost formula for {kind}")
 
 
-__all__ = ["EAGER_LIMIT", "collective_seconds"]
+def exchange_seconds(
+    messages,
+    nbytes,
+    alpha: float,
+    beta: float,
+    alpha_large: float | None = None,
+    beta_large: float | None = None,
+):
+    """Seconds for one rank of a pairwise exchange (an all-to-all, or the Alltoallv of a
+    redistribution) to send ``messages`` messages of ``nbytes`` in all: messages x alpha +
+    nbytes x beta, with the small-message parameters when the average message is shorter than
+    EAGER_LIMIT. Works on NumPy arrays (one entry per rank) too."""
+    a = alpha if alpha_large is None else alpha_large
+    b = beta if beta_large is None else beta_large
+    small = np.asarray(nbytes) < EAGER_LIMIT * np.asarray(messages)
+    out = messages * np.where(small, alpha, a) + nbytes * np.where(small, beta, b)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+__all__ = ["EAGER_LIMIT", "collective_seconds", "exchange_seconds"]

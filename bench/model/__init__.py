@@ -13,13 +13,21 @@ from algorithms.events import level_bytes
 from topology.costs import EAGER_LIMIT, collective_seconds
 
 from .profile import Profile, ProfileError
-from .redistribution import move_seconds, redistribution_seconds, transfer_seconds
+from .redistribution import (
+    MovePrice,
+    move_seconds,
+    plan_moves,
+    price_moves,
+    redistribution_seconds,
+    transfer_seconds,
+)
 from .schedule import bytes_per_rank, schedule
 from .stated import stated_cost
 from .walk import Prediction, predict
 
 __all__ = [
     "EAGER_LIMIT",
+    "MovePrice",
     "Prediction",
     "Profile",
     "ProfileError",
@@ -28,6 +36,8 @@ __all__ = [
     "level_bytes",
     "predict",
     "move_seconds",
+    "plan_moves",
+    "price_moves",
     "redistribution_seconds",
     "schedule",
     "stated_cost",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from topology.costs import EAGER_LIMIT, collective_seconds
+from topology.costs import EAGER_LIMIT, collective_seconds, exchange_seconds
 
 
 class ProfileError(ValueError):
@@ -85,6 +85,15 @@ class Profile:
             kind, nbytes, g, self.alpha, self.beta, self.alpha_large, self.beta_large
         )
         return base * self.collective_factor.get(kind, 1.0)
+
+    def exchange(self, messages, nbytes):
+        """One rank's part of an all-to-all exchange (``messages`` messages, ``nbytes`` sent):
+        the pairwise-exchange price scaled by the calibrated all-to-all factor; ``collective(
+        "alltoall", n, g)`` is this with g - 1 messages and (g - 1)/g n bytes. Arrays work."""
+        base = exchange_seconds(
+            messages, nbytes, self.alpha, self.beta, self.alpha_large, self.beta_large
+        )
+        return base * self.collective_factor.get("alltoall", 1.0)
 
     def gemm_seconds(self, m: int, k: int, n: int, dtype: str) -> float:
         """Seconds for one C += A @ B of shape (m, k, n) on one core: the calibrated seconds per

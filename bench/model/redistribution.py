@@ -1,19 +1,49 @@
 """What moving a tensor from one layout to another costs: the elements every pair of ranks
 exchanges (layouts/transfer.exchange_counts, the counts the real Alltoallv sends), priced as
-that all-to-all with the calibrated parameters."""
+that all-to-all with the calibrated parameters (Profile.exchange: the same pairwise-exchange
+formula and calibrated factor as ``Profile.collective("alltoall", ...)``, so a uniform
+redistribution costs exactly the calibrated all-to-all of its volume)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from layouts.endpoints import Move, move_counts
+from layouts.endpoints import Move, UserLayout, move_counts, moves
+from layouts.redistribute import placement
+from layouts.relabel import Relabelling
 from layouts.tensorlayout import TensorLayout
-from layouts.transfer import exchange_counts
+from layouts.transfer import exchange_counts, overlap_pairs
 from topology.mesh import AbstractMesh
 
 from .profile import Profile
+
+
+@dataclass(frozen=True)
+class MovePrice:
+    """An end-to-end run's moves priced: seconds in (A, B) and out (C), the elements the busiest
+    rank sends or receives in each move (summed over moves), and the relabelling used."""
+
+    redistribute_in: float
+    redistribute_out: float
+    words: int
+    ranks: tuple[int, ...] | None  # native mesh rank d runs on job rank ranks[d]
+    bytes_saved: int  # by the relabelling, against the identity order
+
+    @property
+    def seconds(self) -> float:
+        return self.redistribute_in + self.redistribute_out
+
+
+def _busiest(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(messages, elements) per rank of an exchange: the larger of what it sends and receives
+    (the diagonal, a local copy, excluded)."""
+    off = counts * (1 - np.eye(len(counts), dtype=counts.dtype))
+    sent, recv = off.sum(axis=1), off.sum(axis=0)
+    messages = np.maximum((off > 0).sum(axis=1), (off > 0).sum(axis=0))
+    return messages, np.maximum(sent, recv)
 
 
 def transfer_seconds(
@@ -21,19 +51,12 @@ def transfer_seconds(
 ) -> float:
     """Seconds for one Alltoallv in which job rank s sends ``counts[s, t]`` elements to rank t
     (the diagonal is a local copy): the busiest rank's messages and bytes (the larger of what
-    it sends and receives) at the large-message rates, scaled by the calibrated all-to-all
-    factor and by core sharing."""
-    counts = np.asarray(counts)
-    off = counts * (1 - np.eye(len(counts), dtype=counts.dtype))
-    if not off.any():
+    it sends and receives) priced by Profile.exchange, scaled by core sharing."""
+    messages, elements = _busiest(np.asarray(counts))
+    if not elements.any():
         return 0.0
-    sent, recv = off.sum(axis=1), off.sum(axis=0)
-    messages = np.maximum((off > 0).sum(axis=1), (off > 0).sum(axis=0))
-    per_rank = messages * profile.alpha_large + np.maximum(sent, recv) * itemsize * (
-        profile.beta_large
-    )
-    factor = profile.collective_factor.get("alltoall", 1.0)
-    return float(per_rank.max()) * factor * profile.slowdown(ranks_per_node)
+    per_rank = profile.exchange(messages, elements * itemsize)
+    return float(per_rank.max()) * profile.slowdown(ranks_per_node)
 
 
 def move_seconds(
@@ -52,6 +75,131 @@ def move_seconds(
     return out
 
 
+def price_moves(
+    all_moves: Sequence[Move],
+    P: int,
+    profile: Profile,
+    itemsize: int,
+    ranks_per_node: int,
+    relabel: bool = True,
+) -> MovePrice:
+    """:func:`move_seconds` with the relabelling an end-to-end run makes (unless ``relabel`` is
+    False), and the words the moves make the busiest rank send or receive.
+
+    Computed from the sparse overlaps (layouts.transfer.overlap_pairs), never a P x P array,
+    where it can be: a source with one holder per element sends exactly its overlaps (others:
+    layouts.endpoints.move_counts), and the relabelling is :func:`_sparse_relabelling`."""
+    if not all_moves:
+        return MovePrice(0.0, 0.0, 0, None, 0)
+    overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
+    found = None
+    if relabel:
+        found = _sparse_relabelling(all_moves, overlaps, P, itemsize)
+    ranks = found.ranks if found is not None else None
+    pi = np.arange(P) if ranks is None else np.asarray(ranks, np.int64)
+    phases = {True: 0.0, False: 0.0}
+    words = 0
+    slow = profile.slowdown(ranks_per_node)
+    for m, (s, d, c, _) in zip(all_moves, overlaps, strict=True):
+        if placement(m.src, m.src_mesh).holders.shape[1] == 1:
+            src, dst = (s, pi[d]) if m.into else (pi[s], d)
+        else:  # replicated sources choose among holders: the house's exact counts
+            src, dst = np.nonzero(move_counts(m, ranks))
+            c = move_counts(m, ranks)[src, dst]
+        messages, elements = _busiest_sparse(src, dst, c, P)
+        if elements.any():
+            per_rank = profile.exchange(messages, elements * itemsize)
+            phases[m.into] += float(per_rank.max()) * slow
+        words += int(elements.max())
+    saved = found.bytes_saved if found is not None else 0
+    return MovePrice(phases[True], phases[False], words, ranks, saved)
+
+
+def _busiest_sparse(src, dst, count, P: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_busiest` from the nonzero (src, dst, count) entries, each pair once."""
+    off = src != dst
+    s, t, w = src[off], dst[off], count[off]
+    sent = np.bincount(s, w, minlength=P)
+    recv = np.bincount(t, w, minlength=P)
+    messages = np.maximum(np.bincount(s, minlength=P), np.bincount(t, minlength=P))
+    return messages, np.rint(np.maximum(sent, recv)).astype(np.int64)
+
+
+_EDGES_PER_RANK = 8
+
+
+def _sparse_relabelling(all_moves, overlaps, P: int, itemsize: int) -> Relabelling:
+    """layouts.endpoints.relabelling from the sparse overlaps: each native rank on the job rank
+    holding most of what it needs (summed over the moves) when those differ (then optimal),
+    else a maximum-weight matching on the overlapping pairs (:func:`_matching`). With more than
+    4 _EDGES_PER_RANK pairs per rank (P = 4096 and 1-D layouts), only each native rank's
+    _EDGES_PER_RANK heaviest pairs: optimal unless a native rank's best free job rank is not
+    among them (such spread overlaps keep little in place anyway). The identity is kept where
+    it is no worse."""
+    jobs, natives, kept = [], [], []
+    total = 0
+    for m, (s, d, c, needed) in zip(all_moves, overlaps, strict=True):
+        jobs.append(s if m.into else d)  # [job rank, native mesh rank]
+        natives.append(d if m.into else s)
+        kept.append(c)
+        total += int(needed.sum())
+    key, inverse = np.unique(
+        np.concatenate(jobs) * P + np.concatenate(natives), return_inverse=True
+    )
+    weight = np.bincount(inverse, np.concatenate(kept), minlength=key.size)
+    job, native = key // P, key % P
+    identity = int(np.rint(weight[job == native].sum()))
+    order = np.lexsort((-weight, native))  # by native rank, the heaviest job rank first
+    first = order[np.r_[True, native[order][1:] != native[order][:-1]]]
+    best_job, best_native = job[first], native[first]
+    if np.unique(best_job).size != best_job.size:
+        rank_in = np.arange(order.size) - np.searchsorted(native[order], native[order])
+        keep = order[rank_in < _EDGES_PER_RANK] if order.size > 4 * _EDGES_PER_RANK * P else order
+        best_job, best_native = _matching(job[keep], native[keep], weight[keep], P)
+    kept_best = int(np.rint(_weights(job * P + native, weight, best_job * P + best_native).sum()))
+    if kept_best <= identity:
+        ranks = tuple(range(P))
+        kept_best = identity
+    else:
+        out = np.full(P, -1, np.int64)
+        out[best_native] = best_job
+        free = np.setdiff1d(np.arange(P), best_job)  # natives overlapping nothing: any rank
+        out[out < 0] = free
+        ranks = tuple(int(r) for r in out)
+    return Relabelling(ranks, (total - identity) * itemsize, (total - kept_best) * itemsize)
+
+
+def _weights(keys: np.ndarray, weight: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """weight of each ``want`` key in the sorted ``keys`` (0 where absent)."""
+    at = np.minimum(np.searchsorted(keys, want), keys.size - 1)
+    return np.where(keys[at] == want, weight[at], 0.0)
+
+
+def _matching(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:
+    """(job ranks, native ranks) of a maximum-weight matching over the weighted pairs, by
+    scipy's sparse assignment (LAPJVsp) on a 2P x 2P graph that makes it perfect: rows are job
+    ranks and one spare per native rank, columns native ranks and one spare per job rank; a
+    job rank may take its spare (unmatched), a native rank its spare, and a native's spare the
+    job's spare wherever the pair is an edge. Every edge weighs 1 more than its overlap, so each
+    perfect matching's weight is its overlap plus 2P."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import min_weight_full_bipartite_matching
+
+    spare = np.arange(P)
+    rows = np.concatenate([job, spare, P + spare, P + native])
+    cols = np.concatenate([native, P + spare, spare, P + job])
+    data = np.concatenate([weight + 1.0, np.ones(2 * P), np.ones(job.size)])
+    graph = coo_matrix((data, (rows, cols)), shape=(2 * P, 2 * P)).tocsr()
+    _, match = min_weight_full_bipartite_matching(graph, maximize=True)
+    real = (np.arange(2 * P) < P) & (match < P)
+    return np.nonzero(real)[0], match[real]
+
+
+def plan_moves(users: dict[str, UserLayout], plan) -> list[Move]:
+    """The moves between the user's layouts and an algorithm plan's native A, B and C."""
+    return moves(users, {n: (getattr(plan, n), plan.mesh) for n in ("A", "B", "C")})
+
+
 def redistribution_seconds(
     src: TensorLayout,
     src_mesh: AbstractMesh,
@@ -68,4 +216,11 @@ def redistribution_seconds(
     return transfer_seconds(counts, itemsize, profile, ranks_per_node)
 
 
-__all__ = ["move_seconds", "redistribution_seconds", "transfer_seconds"]
+__all__ = [
+    "MovePrice",
+    "move_seconds",
+    "plan_moves",
+    "price_moves",
+    "redistribution_seconds",
+    "transfer_seconds",
+]

@@ -1,0 +1,155 @@
+"""End-to-end pricing (serial): the calibrated all-to-all, redistribution in `distmm predict`
+and `distmm plan` from the user's layouts, relabelling, and the words/bound column."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from conftest import PROFILE
+from launch import distmm
+
+from algorithms import ALGORITHMS, get
+from bench.model import Profile, move_seconds, plan_moves, price_moves, transfer_seconds
+from bench.model.bound import memory_independent_bound, words_bound
+from layouts.endpoints import relabelling, user_layouts
+
+SWAPPED = "((2_c, 32), (2_r, 32))@r=2,c=2"  # 2 x 2 blocks, block (i, j) on rank (j, i)
+
+
+def _profile(tmp_path, **factor) -> Profile:
+    f = tmp_path / "profile.json"
+    f.write_text(json.dumps({**PROFILE, "collective_factor": factor}))
+    return Profile.load(f)
+
+
+@pytest.mark.parametrize("per_pair", [16, 1 << 16])  # below and above the eager limit
+def test_uniform_redistribution_costs_the_calibrated_alltoall(tmp_path, per_pair):
+    prof = _profile(tmp_path, alltoall=1.7)
+    g, itemsize = 6, 4
+    counts = np.full((g, g), per_pair, np.int64)
+    want = prof.collective("alltoall", g * per_pair * itemsize, g) * prof.slowdown(3)
+    assert transfer_seconds(counts, itemsize, prof, 3) == pytest.approx(want, rel=1e-12)
+    assert want > 0
+
+
+def test_alltoall_factor_read_from_the_profile(tmp_path):
+    counts = np.full((4, 4), 1 << 14, np.int64)
+    plain = transfer_seconds(counts, 4, _profile(tmp_path), 1)  # no key: factor 1
+    doubled = transfer_seconds(counts, 4, _profile(tmp_path, alltoall=2.0), 1)
+    assert doubled == pytest.approx(2 * plain)
+
+
+def test_sparse_pricing_matches_the_house_counts(profile_file):
+    prof = Profile.load(profile_file)
+    for P, spec, shape in ((6, "block-cyclic:16", (100, 70, 90)), (8, "cols", (96, 64, 80))):
+        users = user_layouts(dict.fromkeys("ABC", spec), shape, P)
+        for name in ALGORITHMS:
+            algorithm = get(name)
+            for g in algorithm.grids(P):
+                plan = algorithm.plan(shape, P, **{algorithm.grid_option.name: tuple(g)})
+                mv = plan_moves(users, plan)
+                price = price_moves(mv, P, prof, 4, P)
+                dense = move_seconds(mv, price.ranks, prof, 4, P)
+                assert price.redistribute_in == pytest.approx(dense["redistribute_in"], rel=1e-12)
+                assert price.redistribute_out == pytest.approx(dense["redistribute_out"], rel=1e-12)
+                assert price.bytes_saved == relabelling(mv, P, 4).bytes_saved, (name, g)
+
+
+def _predict(profile_file, *extra):
+    base = ("predict", "summa", "--shape", "64,64,64", "--grid", "2,2")
+    return distmm(*base, "--profile", str(profile_file), "--json", *extra)
+
+
+def test_predict_end_to_end(profile_file):
+    recs = {}
+    for layouts in ("native", "cols"):
+        r = _predict(profile_file, "--layouts", layouts)
+        assert r.returncode == 0, r.stderr
+        recs[layouts] = json.loads(r.stdout)
+    native, cols = recs["native"], recs["cols"]
+    assert native["predicted_seconds"] == native["predicted_multiply_seconds"]
+    assert native["predicted_redistribute_in_seconds"] == 0
+    assert cols["predicted_multiply_seconds"] == native["predicted_multiply_seconds"]
+    assert cols["predicted_redistribute_in_seconds"] > 0
+    assert cols["predicted_redistribute_out_seconds"] > 0
+    assert cols["predicted_seconds"] == pytest.approx(
+        cols["predicted_multiply_seconds"]
+        + cols["predicted_redistribute_in_seconds"]
+        + cols["predicted_redistribute_out_seconds"]
+    )
+    r = distmm("predict", "summa", "--shape", "64,64,64", "--grid", "2,2", "--profile",
+               str(profile_file), "--layouts", "block")  # fmt: skip
+    assert r.returncode == 0 and "end-to-end" in r.stdout and "redistribute in" in r.stdout
+
+
+def test_relabelling_a_permuted_native_layout_moves_nothing(profile_file):
+    r = _predict(profile_file, "--layouts", SWAPPED)
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(r.stdout)
+    assert rec["predicted_redistribute_in_seconds"] == 0
+    assert rec["predicted_redistribute_out_seconds"] == 0
+    assert rec["relabel_bytes_saved"] > 0
+    r = _predict(profile_file, "--layouts", SWAPPED, "--no-relabel")
+    rec = json.loads(r.stdout)
+    assert rec["predicted_redistribute_in_seconds"] > 0 and rec["relabel_bytes_saved"] == 0
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ("--layouts", "diagonal"),
+        ("--layout-b", "((3_r, 22), (64))@r=3"),
+        ("--layouts", "block", "--topology", "mncore:2,2,1,1"),
+    ],
+)
+def test_bad_layouts_one_line(profile_file, extra):
+    for cmd in (
+        ("predict", "summa", "--grid", "2,2"),
+        ("plan", "--P", "4"),
+    ):
+        r = distmm(*cmd, "--shape", "64,64,64", "--profile", str(profile_file), *extra)
+        assert r.returncode == 2, (cmd, extra, r.stdout)
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def _plan(profile_file, *extra):
+    r = distmm("plan", "--shape", "2048,2048,2048", "--P", "8", "--profile", str(profile_file),
+               *extra)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_plan_ranks_end_to_end(profile_file):
+    native = json.loads(_plan(profile_file, "--layouts", "native", "--json").stdout)
+    block = json.loads(_plan(profile_file, "--json").stdout)  # block is plan's default
+    assert block["layouts"] == "block" and native["layouts"] == "native"
+    for c in native["candidates"]:
+        assert c["predicted_seconds"] == c["predicted_multiply_seconds"]
+    best_n, best_b = native["recommended"], block["recommended"]
+    assert best_b["predicted_seconds"] > best_b["predicted_multiply_seconds"]
+    assert best_b["predicted_seconds"] != best_n["predicted_seconds"]
+    assert "--layouts block" in best_b["command"] and "--layouts" not in best_n["command"]
+    exact = [c["predicted_seconds"] for c in block["candidates"] if c["predicted_seconds"]]
+    assert exact == sorted(exact) and len(exact) >= 15
+    for c in block["candidates"]:  # never priced ones are no better than every priced one
+        assert c["predicted_seconds"] or c["predicted_seconds_at_least"] >= exact[14]
+    text = _plan(profile_file).stdout
+    assert "words/bound" in text and "e2e [ms]" in text and "kernel [ms]" in text
+    assert "3 (MKN/P)^(2/3)" in text
+    row = text.splitlines()[3].split()  # the first candidate: a ratio column of >= 1
+    assert float(row[-2 if row[-1] == "*" else -1]) >= 1.0
+
+
+def test_words_bounds():
+    n, P = 8192, 4096
+    square = memory_independent_bound((n, n, n), P)
+    assert square == pytest.approx(3 * (n**3 / P) ** (2 / 3) - 3 * n * n / P)
+    # the 1-D / 2-D / 3-D cases meet at their boundaries (d1/d2 = 16, d1 d2/d3^2 = 64)
+    shape = (8192, 512, 128)
+    for P in (16, 64):
+        lo, hi = (memory_independent_bound(shape, P * f) for f in (1 - 1e-9, 1 + 1e-9))
+        assert lo == pytest.approx(hi, rel=1e-6)
+    assert words_bound((n, n, n), 1, 1e9) == 0
+    two_d = words_bound((n, n, n), 64, 3 * n * n / 64)  # a 2-D algorithm's memory
+    assert two_d >= n * n / math.sqrt(64) / (2 * math.sqrt(6)) - 3 * n * n / 64
