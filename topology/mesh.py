@@ -182,10 +182,11 @@ class Mesh(_Axes):
     def _tree_sub(self, key: tuple[str, ...]):
         """Sub-communicator over the levels of the axes ``key``, ranked row-major over those
         axes in mesh order (cart.Sub when the tree order gives the same ranking, else Split)."""
-        groups = self.binding.map
-        levels = [lv for a in key for lv in groups[a]]
-        if levels == [lv for lv in self.tree.names if lv in levels]:
-            return self.cart.Sub([lv in levels for lv in self.tree.names])
+        if self.binding.by_levels:  # a cluster's RankOrder: axes are not whole levels
+            groups = self.binding.map
+            levels = [lv for a in key for lv in groups[a]]
+            if levels == [lv for lv in self.tree.names if lv in levels]:
+                return self.cart.Sub([lv in levels for lv in self.tree.names])
         color = sum(
             self.coords[a] * self.abstract.rank_strides[a] for a in self.names if a not in key
         )

@@ -47,7 +47,8 @@ def predict(
     With ``links`` (topology.links.LinkModel) a communication event on a tree costs the link
     model's price at its ``phase_level`` (the highest level any member's message crosses) and is
     not slowed by oversubscription: it models the tree's links (or their emulation, which
-    sleeps and so overlaps computation even with more ranks than cores)."""
+    sleeps and so overlaps computation even with more ranks than cores). A level the link model
+    leaves out (a cluster's ``local`` under a network preset) is priced by the profile."""
     slow = profile.slowdown(ranks_per_node)
     overlap = slow <= 1.0
     t = channel = 0.0
@@ -90,7 +91,7 @@ def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, l
         return profile.gemm_seconds(*e.shape, dtype) * slow, False
     if e.kind == "copy":
         return e.nbytes / profile.copy_bandwidth * slow, False
-    if links is not None and e.phase_level is not None:
+    if links is not None and links.models(e.phase_level):
         return links.collective(e.kind, e.nbytes, e.group, e.phase_level), True
     return profile.collective(e.kind, e.nbytes, e.group) * slow, overlap
 

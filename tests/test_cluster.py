@@ -1,0 +1,91 @@
+"""Clusters as machine hierarchies: parsing, placement, crossing levels, network presets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from algorithms import get
+from topology import MeshError
+from topology.hierarchy import levels_of
+from topology.links import LinkModel, crossing_level
+from topology.networks import NETWORKS
+from topology.tree import RankOrder, bindings, default_binding, parse_binding, parse_topology
+
+
+def test_parse_cluster():
+    block = parse_topology("cluster:4,2")
+    assert block.axes == (("node", 4), ("local", 2)) and block.size == 8
+    assert parse_topology("cluster:4,2:block") == block
+    rr = parse_topology("cluster:4,2:round-robin")
+    assert rr.axes == (("local", 2), ("node", 4)) and levels_of(rr) == ("node", "local")
+    for bad in ("cluster:4", "cluster:4,0", "cluster:a,b", "cluster:4,2:scatter"):
+        with pytest.raises(MeshError):
+            parse_topology(bad)
+
+
+def test_placement_decides_the_crossing_level():
+    block, rr = parse_topology("cluster:4,2"), parse_topology("cluster:4,2:round-robin")
+    assert crossing_level(block, 0, 1) == "local" and crossing_level(block, 1, 2) == "node"
+    assert crossing_level(rr, 0, 1) == "node" and crossing_level(rr, 0, 4) == "local"
+    assert crossing_level(block, 3, 3) is None
+
+
+def test_rank_order_is_the_clusters_placement():
+    tree = parse_topology("cluster:4,2")
+    plan = get("summa").plan((64, 64, 64), 8, grid=(2, 4))
+    (b,) = bindings(plan.mesh, tree)
+    assert isinstance(b, RankOrder) and str(b) == "ranks"
+    assert default_binding(plan.mesh, tree) == b == parse_binding("ranks", plan.mesh, tree)
+    with pytest.raises(MeshError):
+        parse_binding("x=node,y=local", plan.mesh, tree)
+    for r in range(8):
+        coords = plan.mesh.coords(r)
+        assert b.tree_coords(coords, tree) == tree.coords(r)
+        assert b.algo_coords(tree.coords(r), tree) == coords
+
+
+def test_schedule_levels_on_a_cluster():
+    from bench.model import level_bytes, schedule
+
+    summa = get("summa")
+    plan = summa.plan((64, 64, 64), 8, grid=(2, 4))  # rank = 4x + y; node = rank // 2
+    for topo, y_levels in (("cluster:4,2", {"node": 2, "local": 1}), ("cluster:8,1", None)):
+        tree = parse_topology(topo)
+        b = default_binding(plan.mesh, tree)
+        events = schedule(summa, plan, 0, np.float32, b, tree)
+        roots = [e for e in events if e.kind == "bcast" and e.sent]
+        assert roots and all(e.phase_level == "node" for e in roots)
+        for e in roots:
+            if e.axes == ("y",) and y_levels:
+                assert dict(e.level_bytes) == {lv: e.nbytes * n for lv, n in y_levels.items()}
+        assert sum(level_bytes(events).values()) == sum(e.sent for e in events)
+    # two ranks per node, one node per row of 2: a row's broadcast stays inside its node
+    tree = parse_topology("cluster:4,2")
+    plan = summa.plan((64, 64, 64), 8, grid=(4, 2))
+    events = schedule(summa, plan, 0, np.float32, default_binding(plan.mesh, tree), tree)
+    assert {e.phase_level for e in events if e.kind == "bcast" and e.axes == ("y",)} == {"local"}
+
+
+def test_network_presets():
+    tree = parse_topology("cluster:4,2")
+    for name, (alpha, bw, lanes) in NETWORKS.items():
+        lm = LinkModel.load(name, tree)
+        assert lm.params("node") == (alpha, bw, lanes) and lm.params("local") is None
+        assert lm.share("node") == 2 and lm.models("node") and not lm.models("local")
+        assert lm.message("node", 10**6) == pytest.approx(alpha + 10**6 * 2 / bw)
+        assert lm.message("local", 10**6) == 0  # not emulated; the model uses the profile
+    fast = [LinkModel.load(n, tree).message("node", 1 << 24) for n in NETWORKS]
+    assert fast == sorted(fast, reverse=True)  # 10GbE slowest ... NDR fastest
+    with pytest.raises(MeshError):
+        LinkModel.load("mncore", tree)  # an MN-Core preset has no network
+    with pytest.raises(MeshError):
+        LinkModel.load("ib-hdr", parse_topology("mncore:2,2,2,2"))
+
+
+def test_network_from_file(tmp_path):
+    f = tmp_path / "net.json"
+    f.write_text('{"node": {"alpha": 3e-6, "bandwidth": 5e9, "lanes": 2}}')
+    lm = LinkModel.load(str(f), parse_topology("cluster:2,4"))
+    assert lm.params("node") == (3e-6, 5e9, 2) and lm.share("node") == 2
+    assert lm.params("local") is None
