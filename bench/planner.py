@@ -113,8 +113,14 @@ def candidates(
             raise UsageError(f"topology {topology} has {tree.size} PEs but --P is {P}")
         links = LinkModel.load(links_spec, tree) if links_spec else None
     elif links_spec:
-        raise UsageError("--links needs --topology mncore[:L2B,L1B,MAB,PE]")
+        raise UsageError("--links/--network need --topology mncore[:...] or cluster:NODES,RPN")
     rpn = min(ranks_per_node or P, P)
+    if topology.startswith("cluster:"):
+        from .cluster import need_network
+        from .options import cluster_ranks_per_node
+
+        need_network(tree, links)
+        rpn = cluster_ranks_per_node(tree, ranks_per_node)
     npdt = np.dtype(dtype)
     out: list[Candidate] = []
     for algo in algos or ALGORITHMS:

@@ -16,7 +16,7 @@ from .profile import Profile, ProfileError
 from .redistribution import move_seconds, redistribution_seconds, transfer_seconds
 from .schedule import bytes_per_rank, schedule
 from .stated import stated_cost
-from .walk import Prediction, predict
+from .walk import Prediction, communication_seconds, predict
 
 __all__ = [
     "EAGER_LIMIT",
@@ -25,6 +25,7 @@ __all__ = [
     "ProfileError",
     "bytes_per_rank",
     "collective_seconds",
+    "communication_seconds",
     "level_bytes",
     "predict",
     "move_seconds",

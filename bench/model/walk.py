@@ -85,6 +85,19 @@ def predict(
     return Prediction(t, dict(phases), flops, sent, messages, slow, level_bytes(events))
 
 
+def communication_seconds(
+    events: list[Event], profile: Profile, dtype: str, ranks_per_node: int, links=None
+) -> dict[str, float]:
+    """{kind: seconds} of every communication event priced in full, hidden or not (what a
+    closed form that ignores overlap counts)."""
+    slow = profile.slowdown(ranks_per_node)
+    out: dict[str, float] = defaultdict(float)
+    for e in events:
+        if e.kind not in ("gemm", "copy", "wait"):
+            out[e.kind] += _price(e, profile, dtype, slow, slow <= 1.0, links)[0]
+    return dict(out)
+
+
 def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, links):
     """(seconds, whether it can hide behind computation when issued non-blocking)."""
     if e.kind == "gemm":
@@ -96,4 +109,4 @@ def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, l
     return profile.collective(e.kind, e.nbytes, e.group) * slow, overlap
 
 
-__all__ = ["Prediction", "predict"]
+__all__ = ["Prediction", "communication_seconds", "predict"]
