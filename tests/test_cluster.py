@@ -163,9 +163,33 @@ def test_plan_on_a_cluster(tmp_path):
     assert rec["ranks_per_node"] == 2 and len(rec["candidates"]) > 4
     assert "--topology cluster:4,2 --bind ranks" in rec["recommended"]["command"]
     fast = distmm(*base, "--topology", "cluster:4,2", "--network", "ib-ndr", "--json")
+
     def total(record):  # the best plans hide communication behind GEMMs: compare them all
         return sum(c["predicted_seconds"] for c in record["candidates"])
 
     assert total(json.loads(fast.stdout)) < total(rec)
     r = distmm(*base, "--topology", "cluster:4,2")
     assert r.returncode == 2 and "--network" in r.stderr
+
+
+def test_cluster_closed_form_script():
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "cluster_closed_form.py"
+    r = subprocess.run(
+        [sys.executable, str(script), "--P", "1024", "--shape", "8192,8192,8192", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    rows = {row["algo"]: row for row in json.loads(r.stdout)}
+    cannon, summa = rows["cannon"], rows["summa"]
+    # Cannon's shifts are the closed form's messages; SUMMA's long broadcasts (scatter + ring
+    # allgather) move twice the bytes and pay log g + g - 1 latencies instead of log g
+    assert cannon["model"] == pytest.approx(cannon["closed"], rel=1e-9)
+    assert summa["model_bandwidth"] == pytest.approx(2 * summa["closed_bandwidth"], rel=0.05)
+    assert summa["model_latency"] > 5 * summa["closed_latency"]
