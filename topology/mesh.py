@@ -164,7 +164,14 @@ class Mesh(_Axes):
         self.rank = self.cart.Get_rank()
         self.tree_coords = self.tree.coords(self.rank)
         self.coords = self.binding.algo_coords(self.tree_coords, self.tree)
-        self.physical = PhysicalView(self.tree, self.comm, self.cart, self.rank, self.tree_coords)
+        if self.binding.by_levels:
+            self.physical = PhysicalView(
+                self.tree, self.comm, self.cart, self.rank, self.tree_coords
+            )
+        else:  # a cluster: tree rank = algorithm rank, so the mesh itself is the physical view
+            self.physical = PhysicalView(
+                self.abstract, self.comm, self.cart, self.rank, self.coords
+            )
 
     def sub(self, *names: str):
         """The sub-communicator along the given axes (ranks ordered row-major in those axes)."""
