@@ -76,7 +76,7 @@ def test_network_presets():
         assert lm.message("node", 10**6) == pytest.approx(alpha + 10**6 * 2 / bw)
         assert lm.message("local", 10**6) == 0  # not emulated; the model uses the profile
     fast = [LinkModel.load(n, tree).message("node", 1 << 24) for n in NETWORKS]
-    assert fast == sorted(fast, reverse=True)  # 10GbE slowest ... NDR fastest
+    assert fast == sorted(fast, reverse=True)  # 1GbE slowest ... NDR fastest
     with pytest.raises(MeshError):
         LinkModel.load("mncore", tree)  # an MN-Core preset has no network
     with pytest.raises(MeshError):

@@ -13,6 +13,11 @@ osu_latency / osu_bw (or `distmm calibrate` across two nodes) and give them in a
 from __future__ import annotations
 
 NETWORKS: dict[str, tuple[float, float, int]] = {
+    # Gigabit Ethernet (IEEE 802.3ab, 1000BASE-T): 125 MB/s on the wire, ~94% after TCP/IP
+    # framing, ~117 MB/s. MPI over kernel TCP on GbE is commonly 30-60 us one way; we take
+    # 50 us (an assumption, not checked against a datasheet). Slow enough that an emulated
+    # cluster on one small machine spends a visible share of its time communicating.
+    "1gbe": (50e-6, 1.17e8, 1),
     # 10 Gigabit Ethernet (IEEE 802.3ae): 10 Gb/s = 1.25 GB/s on the wire; TCP/IP over
     # Ethernet framing (1500-byte MTU: 1448 payload bytes per 1538 on the wire) leaves
     # ~94%, ~1.17 GB/s. MPI over the kernel's TCP stack (Open MPI tcp BTL, MPICH ch4:ofi
