@@ -44,7 +44,9 @@ class Candidate:
             parts.append(f"bind {self.binding}")
         return " ".join(parts) or "-"
 
-    def run_args(self, shape, dtype: str, topology: str = "mesh") -> list[str]:
+    def run_args(
+        self, shape, dtype: str, topology: str = "mesh", emulate_links: str | None = None
+    ) -> list[str]:
         """The `distmm run` arguments of this candidate."""
         return run_argv(
             self.algo,
@@ -54,6 +56,7 @@ class Candidate:
             overlap=self.overlap,
             topology=topology,
             binding=self.binding,
+            emulate_links=emulate_links,
         )
 
     def command(self, shape, P: int, dtype: str, topology: str = "mesh") -> str:
@@ -196,13 +199,16 @@ def measure(
     mpiexec: str | None = None,
     timeout: float = 300,
     launcher: Launcher | None = None,
+    emulate_links: str | None = None,
 ) -> list:
     """Run each candidate with `distmm run --json` under ``launcher`` (default: mpiexec, the
-    given one or the environment's); [(seconds | None, note)]."""
+    given one or the environment's), its links emulated with ``emulate_links`` if given;
+    [(seconds | None, note)]."""
     launcher = launcher or Launcher.find(mpiexec)
     out = []
     for c in cands:
-        argv = c.run_args(shape, dtype, topology) + ["--json", "--repeat", str(repeat)]
+        argv = c.run_args(shape, dtype, topology, emulate_links)
+        argv += ["--json", "--repeat", str(repeat)]
         rec, why = launcher.run_json(P, argv, timeout)
         if rec is None:
             out.append((None, why))

@@ -193,3 +193,20 @@ def test_cluster_closed_form_script():
     assert cannon["model"] == pytest.approx(cannon["closed"], rel=1e-9)
     assert summa["model_bandwidth"] == pytest.approx(2 * summa["closed_bandwidth"], rel=0.05)
     assert summa["model_latency"] > 5 * summa["closed_latency"]
+
+
+def test_plan_run_can_emulate_the_network(tmp_path):
+    from launch import distmm
+
+    from bench.model import Profile
+    from bench.planner import candidates
+
+    prof = _profile(tmp_path, 110e-6, "p.json")
+    cands = candidates((256, 256, 256), 4, Profile.load(prof), "float32", None, "cluster:2,2",
+                       "1gbe", algos=["cannon"])  # fmt: skip
+    argv = cands[0].run_args((256, 256, 256), "float32", "cluster:2,2", "1gbe")
+    assert argv[argv.index("--emulate-links") + 1] == "1gbe"
+    assert "--emulate-links" not in cands[0].run_args((256, 256, 256), "float32", "cluster:2,2")
+    r = distmm("plan", "--shape", "256,256,256", "--P", "4", "--profile", str(prof),
+               "--topology", "cluster:2,2", "--run", "--emulate")  # fmt: skip
+    assert r.returncode == 2 and "--network" in r.stderr
