@@ -32,7 +32,7 @@ def need_network(tree, links) -> None:
         )
 
 
-def sources(events, links, profile, rpn: int) -> dict[str, str]:
+def sources(events, links, rpn: int) -> dict[str, str]:
     """{phase kind: where its price comes from} for the kinds in ``events``."""
     by_kind: dict[str, set] = {}
     for e in events:
@@ -67,7 +67,7 @@ def on_cluster(args, module, plan, profile, rpn: int, started) -> tuple[dict, st
     word = np.dtype(args.dtype).itemsize
     link = links.alpha_beta("node")
     stated = stated_cost(plan.algo, plan.shape, plan.P, plan.grid, profile, word, link=link)
-    src = sources(events, links, profile, rpn)
+    src = sources(events, links, rpn)
     comm = communication_seconds(events, profile, args.dtype, rpn, links)
     made = profile.meta.get("ranks")
     record = {
