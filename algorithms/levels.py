@@ -26,7 +26,9 @@ class TreeLevels:
     """One rank of a mesh bound to a tree (``mesh.binding``, ``mesh.tree``)."""
 
     mesh: object  # topology Mesh or RankView with a binding (a Binding or a RankOrder)
+    # memos: a schedule repeats a few distinct operations many times
     _groups: dict = field(default_factory=dict, compare=False, repr=False)
+    _events: dict = field(default_factory=dict, compare=False, repr=False)
 
     def tree_coords(self, axis: str, disp: int = 0) -> dict[str, int]:
         """The tree coordinates of the rank ``disp`` places along ``axis`` from this one."""
@@ -50,7 +52,14 @@ class TreeLevels:
         return self._groups[key]
 
     def annotate(self, kind: str, axes: Sequence[str], g: int, sent: int, disp: int) -> dict:
-        """``level``, ``phase_level`` and ``level_bytes`` of a communication event."""
+        """``level``, ``phase_level`` and ``level_bytes`` of a communication event (the
+        caller may not change the dict)."""
+        key = (kind, tuple(axes), g, sent, disp)
+        if key not in self._events:
+            self._events[key] = self._annotate(kind, axes, g, sent, disp)
+        return self._events[key]
+
+    def _annotate(self, kind: str, axes: Sequence[str], g: int, sent: int, disp: int) -> dict:
         by = self.group_levels(axes)
         top = next(iter(by), None)  # the outermost level the group's messages cross
         if kind == "shift":
