@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from algorithms import get  # noqa: E402
+from algorithms.plan import PlanError  # noqa: E402
 from bench.model import (  # noqa: E402
     Profile,
     communication_seconds,
@@ -111,7 +112,12 @@ def main() -> int:
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     profile, source = load_profile(args.profile)
-    rows = [study(a, args.shape, args.P, args.network, profile) for a in ("summa", "cannon")]
+    rows = []
+    for algo in ("summa", "cannon"):
+        try:
+            rows.append(study(algo, args.shape, args.P, args.network, profile))
+        except PlanError as err:
+            print(f"# {algo}: {err}", file=sys.stderr)
     if args.json:
         print(json.dumps(rows))
         return 0
