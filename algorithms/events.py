@@ -8,15 +8,16 @@ sends the (g-1)/g of its buffer that belongs to others. Allreduce: twice that (r
 allgather). Reduce: each non-root sends its buffer. Totals over ranks are then the bytes that must
 cross between ranks, whatever algorithm the MPI library picks internally.
 
-On an MN-Core tree (a mesh with a binding, see topology/tree.py) every communication event also
-gets ``level``: the highest tree level its messages from this rank cross (a shift: the crossing
-level of (me, destination); a collective: the highest level among its axes' levels), and
-``level_bytes``: ``sent`` split by the level each piece crosses under the direct convention above
-(a shift: all at its level; a collective: ``sent / (g - 1)`` to each other member, at the
-crossing level of (me, that member)). ``phase_level`` is the highest level any member's message
-crosses in the operation (for a shift, the top level of its axis: the ring's wrap-around), which
-bounds the synchronised phase; the model prices events at it (algorithms/levels.py computes
-these fields).
+On an MN-Core tree or a cluster (a mesh with a binding, or a cluster's RankOrder placement: see
+topology/tree.py and topology/hierarchy.py) every communication event also gets ``level``: the
+highest level its messages from this rank cross (a shift: the crossing level of (me,
+destination); a collective: the highest level among its axes' levels), and ``level_bytes``:
+``sent`` split by the level each piece crosses under the direct convention above (a shift: all
+at its level; a collective: ``sent / (g - 1)`` to each other member, at the crossing level of
+(me, that member)). ``phase_level`` is the highest level any member's message crosses in the
+operation (for a shift, the top level of its axis: the ring's wrap-around; on a cluster, over
+this rank's group), which bounds the synchronised phase; the model prices events at it
+(algorithms/levels.py computes these fields).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The tree levels of a rank's events, and link emulation (holding operations to link speed).
 
 :class:`TreeLevels` fills an event's ``level``, ``phase_level`` and ``level_bytes`` (their
-meaning is in algorithms/events.py) from the rank's place on the tree. :class:`LinkClock`
+meaning is in algorithms/events.py) from the rank's place on the machine hierarchy (the MN-Core
+tree, or a cluster: topology/hierarchy.py). :class:`LinkClock`
 emulates the tree's links: an operation that finishes sooner than the link model says is held
 (sleep) until that time has passed since it was issued (for a Pending, in ``wait()``). A rank's
 operations queue on one link channel, as in the model; a shift is held for the slower of the
@@ -12,9 +13,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from topology.links import LinkModel, crossing_level_coords, members_by_level
+from topology.hierarchy import crossing_level_coords, levels_of
+from topology.links import LinkModel
 
 from .events import Event
 
@@ -23,7 +25,10 @@ from .events import Event
 class TreeLevels:
     """One rank of a mesh bound to a tree (``mesh.binding``, ``mesh.tree``)."""
 
-    mesh: object  # topology Mesh or RankView with a binding
+    mesh: object  # topology Mesh or RankView with a binding (a Binding or a RankOrder)
+    # memos: a schedule repeats a few distinct operations many times
+    _groups: dict = field(default_factory=dict, compare=False, repr=False)
+    _events: dict = field(default_factory=dict, compare=False, repr=False)
 
     def tree_coords(self, axis: str, disp: int = 0) -> dict[str, int]:
         """The tree coordinates of the rank ``disp`` places along ``axis`` from this one."""
@@ -34,22 +39,38 @@ class TreeLevels:
 
     def shift_level(self, axis: str, disp: int) -> str | None:
         """The level a message to the rank ``disp`` places along ``axis`` crosses."""
-        return crossing_level_coords(self.tree_coords(axis, disp), self.tree_coords(axis, 0))
+        return crossing_level_coords(
+            self.tree_coords(axis, disp), self.tree_coords(axis, 0), levels_of(self.mesh.tree)
+        )
+
+    def group_levels(self, axes: Sequence[str]) -> dict[str, int]:
+        """{level: members of this rank's group along ``axes`` reached across it}."""
+        key = tuple(axes)
+        if key not in self._groups:
+            mesh = self.mesh
+            self._groups[key] = mesh.binding.group_levels(mesh.tree, mesh.coords, key)
+        return self._groups[key]
 
     def annotate(self, kind: str, axes: Sequence[str], g: int, sent: int, disp: int) -> dict:
-        """``level``, ``phase_level`` and ``level_bytes`` of a communication event."""
-        groups, tree = self.mesh.binding.map, self.mesh.tree
+        """``level``, ``phase_level`` and ``level_bytes`` of a communication event (the
+        caller may not change the dict)."""
+        key = (kind, tuple(axes), g, sent, disp)
+        if key not in self._events:
+            self._events[key] = self._annotate(kind, axes, g, sent, disp)
+        return self._events[key]
+
+    def _annotate(self, kind: str, axes: Sequence[str], g: int, sent: int, disp: int) -> dict:
+        by = self.group_levels(axes)
+        top = next(iter(by), None)  # the outermost level the group's messages cross
         if kind == "shift":
             (axis,) = axes
             level = self.shift_level(axis, disp)
-            top = next(lv for lv in groups[axis] if tree.sizes[lv] > 1)
             return {
                 "level": level,
                 "phase_level": top,
                 "level_bytes": ((level, sent),) if sent else (),
             }
-        by = members_by_level(tree, [lv for a in axes for lv in groups[a]])
-        level = next(iter(by), None)
+        level = top
         per = sent // (g - 1)
         return {
             "level": level,

@@ -12,7 +12,9 @@ import argparse
 from algorithms import ALGORITHMS
 from algorithms.plan import PlanError
 from algorithms.spec import Option
+from topology.networks import NETWORKS
 
+from .errors import UsageError
 from .units import ints, parse_shape, positive
 
 
@@ -71,7 +73,7 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
         metavar="AXIS=LEVEL+...,...",
         help="with a tree: the tree levels "
         "of each mesh axis, e.g. x=L2B+L1B,y=MAB+PE (default: consecutive levels "
-        "from L2B down, in mesh axis order)",
+        "from L2B down, in mesh axis order); on a cluster only 'ranks' (rank r on rank r)",
     )
 
 
@@ -94,7 +96,9 @@ def add_topology(p: argparse.ArgumentParser, note: str = "") -> None:
         "--topology",
         default="mesh",
         help="mesh (default), mncore (the 8192-PE "
-        "board) or mncore:L2B,L1B,MAB,PE (a scaled tree, e.g. mncore:2,2,2,2)" + note,
+        "board), mncore:L2B,L1B,MAB,PE (a scaled tree, e.g. mncore:2,2,2,2) or "
+        "cluster:NODES,RANKS_PER_NODE[:round-robin] (ranks on nodes in blocks, or dealt out; "
+        "give its network with --network)" + note,
     )
 
 
@@ -109,9 +113,13 @@ def add_profile(p: argparse.ArgumentParser, required: bool = True, use: str = ""
 def add_links(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--links",
+        "--network",
+        dest="links",
         metavar="PRESET|FILE",
-        help="with --topology: price communication "
-        "with this link model (preset mncore, mncore-emu or flat, or a JSON file)",
+        help="with --topology: price communication with this link model: on mncore a preset "
+        "mncore, mncore-emu or flat; on a cluster its network between nodes, "
+        f"{', '.join(NETWORKS)} (topology/networks.py); or a JSON file "
+        "{level: {alpha, bandwidth, lanes}}",
     )
 
 
@@ -125,8 +133,24 @@ def add_ranks_per_node(p: argparse.ArgumentParser) -> None:
 
 
 def ranks_per_node(args: argparse.Namespace, P: int) -> int:
-    """--ranks-per-node as the model takes it: at most P, P when not given."""
+    """--ranks-per-node as the model takes it: at most P, P when not given; on a cluster its
+    own ranks per node."""
+    topology = getattr(args, "topology", "mesh") or "mesh"
+    if topology.startswith("cluster:"):
+        from topology.tree import parse_topology
+
+        return cluster_ranks_per_node(parse_topology(topology), args.ranks_per_node)
     return min(args.ranks_per_node or P, P)
+
+
+def cluster_ranks_per_node(tree, given: int | None) -> int:
+    """A cluster's ranks per node (--ranks-per-node, if given, must agree)."""
+    from topology.hierarchy import cluster_size
+
+    rpn = cluster_size(tree)[1]
+    if given is not None and given != rpn:
+        raise UsageError(f"--ranks-per-node {given} contradicts the cluster's {rpn} per node")
+    return rpn
 
 
 def add_json(p: argparse.ArgumentParser, what: str = "print one JSON object") -> None:
@@ -173,6 +197,6 @@ def resolved_layouts(args: argparse.Namespace, shape, P: int) -> dict:
     users = user_layouts(layout_specs(args), tuple(shape), P)
     if getattr(args, "topology", "mesh") != "mesh" and not all(u.native for u in users.values()):
         raise UsageError(
-            "--layouts other than native with --topology: not supported on the tree yet"
+            "--layouts other than native with --topology (a tree or a cluster): not supported yet"
         )
     return users

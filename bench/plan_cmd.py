@@ -100,6 +100,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="run the top candidates under mpiexec and compare predicted with measured order",
     )
     p.add_argument("--repeat", type=positive, default=3, help="with --run: timed repetitions")
+    p.add_argument(
+        "--emulate",
+        action="store_true",
+        help="with --run: hold the runs' messages to --links/--network (distmm run "
+        "--emulate-links), to check the plan of a cluster or tree on one machine",
+    )
     p.add_argument("--mpiexec", help="with --run: the mpiexec to use (default: found)")
     add_launcher_arguments(p, ranks_per_node=False)  # --ranks-per-node: the model's, above
 
@@ -139,7 +145,19 @@ def main(args) -> int:
             args.mpiexec, args.launcher, args.hostfile, args.ranks_per_node, args.pin
         )
         runs = run_set(cands, best, top)
-        times = measure(runs, shape, P, args.dtype, args.repeat, args.topology, launcher=launcher)
+        emulate = args.links if args.emulate else None
+        if args.emulate and not args.links:
+            raise UsageError("--emulate needs the links to emulate (--links or --network)")
+        times = measure(
+            runs,
+            shape,
+            P,
+            args.dtype,
+            args.repeat,
+            args.topology,
+            launcher=launcher,
+            emulate_links=emulate,
+        )
         measured = list(zip(runs, times, strict=True))
     if args.json:
         out = {

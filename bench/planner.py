@@ -57,7 +57,9 @@ class Candidate:
             parts.append(f"bind {self.binding}")
         return " ".join(parts) or "-"
 
-    def run_args(self, shape, dtype: str, topology: str = "mesh") -> list[str]:
+    def run_args(
+        self, shape, dtype: str, topology: str = "mesh", emulate_links: str | None = None
+    ) -> list[str]:
         """The `distmm run` arguments of this candidate."""
         return run_argv(
             self.algo,
@@ -69,6 +71,7 @@ class Candidate:
             binding=self.binding,
             layouts=self.layouts,
             relabel=self.relabel,
+            emulate_links=emulate_links,
         )
 
     def command(self, shape, P: int, dtype: str, topology: str = "mesh") -> str:
@@ -141,8 +144,14 @@ def candidates(
             raise UsageError(f"topology {topology} has {tree.size} PEs but --P is {P}")
         links = LinkModel.load(links_spec, tree) if links_spec else None
     elif links_spec:
-        raise UsageError("--links needs --topology mncore[:L2B,L1B,MAB,PE]")
+        raise UsageError("--links/--network need --topology mncore[:...] or cluster:NODES,RPN")
     rpn = min(ranks_per_node or P, P)
+    if topology.startswith("cluster:"):
+        from .cluster import need_network
+        from .options import cluster_ranks_per_node
+
+        need_network(tree, links)
+        rpn = cluster_ranks_per_node(tree, ranks_per_node)
     npdt = np.dtype(dtype)
     out: list[Candidate] = []
     for algo in algos or ALGORITHMS:
@@ -227,13 +236,16 @@ def measure(
     mpiexec: str | None = None,
     timeout: float = 300,
     launcher: Launcher | None = None,
+    emulate_links: str | None = None,
 ) -> list:
     """Run each candidate with `distmm run --json` under ``launcher`` (default: mpiexec, the
-    given one or the environment's); [(seconds | None, note)]."""
+    given one or the environment's), its links emulated with ``emulate_links`` if given;
+    [(seconds | None, note)]."""
     launcher = launcher or Launcher.find(mpiexec)
     out = []
     for c in cands:
-        argv = c.run_args(shape, dtype, topology) + ["--json", "--repeat", str(repeat)]
+        argv = c.run_args(shape, dtype, topology, emulate_links)
+        argv += ["--json", "--repeat", str(repeat)]
         rec, why = launcher.run_json(P, argv, timeout)
         if rec is None:
             out.append((None, why))

@@ -56,6 +56,8 @@ def main(args) -> int:
     module, plan = make_plan(args, P)
     rpn = ranks_per_node(args, P)
     on = _on_mesh if args.topology == "mesh" else _on_tree
+    if args.topology.startswith("cluster:"):
+        from .cluster import on_cluster as on
     record, text = on(args, module, plan, profile, rpn, started, users)
     print(json.dumps(record) if args.json else text)
     return 0

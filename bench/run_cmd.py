@@ -32,8 +32,6 @@ from .runner import (
 )
 from .units import format_bytes, nonnegative, positive
 
-DEFAULT_LINKS = "mncore-emu"  # the preset --emulate-links alone takes
-
 
 def repeat_count(text: str) -> int | str:
     """The argparse type of --repeat: a positive integer or ``auto``."""
@@ -98,12 +96,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--emulate-links",
         nargs="?",
-        const=DEFAULT_LINKS,
+        const="default",
         metavar="PRESET|FILE",
-        help="with a tree: hold every "
-        "communication until the link model's time has passed (preset: mncore, "
-        f"mncore-emu, flat; or a JSON file {{level: {{alpha, bandwidth, lanes}}}}; "
-        f"alone: {DEFAULT_LINKS})",
+        help="with --topology mncore or cluster: hold every communication until the link "
+        "model's time has passed (mncore presets: mncore, mncore-emu, flat; cluster presets: "
+        "1gbe, 10gbe, 25gbe, 100gbe, ib-hdr, ib-ndr; or a JSON file "
+        "{level: {alpha, bandwidth, lanes}}; alone: mncore-emu on the tree, 1gbe on a cluster)",
     )
 
 

@@ -20,6 +20,7 @@ from .stats import MIN_SAMPLES, ci_coverage, enough, median_ci
 from .units import format_bytes
 from .verify import SEED_A, SEED_B, exact, freivalds, method_for, tolerance
 
+DEFAULT_LINKS = {"mncore": "mncore-emu", "cluster": "1gbe"}  # --emulate-links alone, by kind
 DUMP_LIMIT = 1 << 24  # elements per matrix that --dump will gather
 CONFIDENCE = 0.95
 
@@ -82,12 +83,13 @@ def tree_setup(args, plan, links_spec=None):
     tree = parse_topology(args.topology)
     if tree is None:
         if args.bind or links_spec:
-            raise UsageError("--bind and link models need --topology mncore[:L2B,L1B,MAB,PE]")
+            raise UsageError(
+                "--bind and link models need --topology mncore[:L2B,L1B,MAB,PE] or "
+                "cluster:NODES,RANKS_PER_NODE"
+            )
         return None, None, None
     if tree.size != plan.P:
-        raise MeshError(
-            f"topology {args.topology} has {tree.size} PEs but the plan has {plan.P} ranks"
-        )
+        raise MeshError(f"topology {args.topology} has {tree.size} ranks but the plan has {plan.P}")
     valid = bindings(plan.mesh, tree)
     if not valid:
         raise MeshError(f"{plan.algo}'s mesh {plan.mesh} cannot be bound onto tree {tree}")
@@ -100,6 +102,10 @@ def tree_setup(args, plan, links_spec=None):
             raise MeshError(
                 f"{err}; valid for mesh {plan.mesh}: {' | '.join(map(str, valid))}"
             ) from None
+    if links_spec == "default":
+        from topology.hierarchy import kind_of
+
+        links_spec = DEFAULT_LINKS[kind_of(tree)]
     links = LinkModel.load(links_spec, tree) if links_spec else None
     return tree, binding, links
 
@@ -289,7 +295,7 @@ def run_plan(
         "messages": int(messages),
         "peak_memory_bytes": int(peak),
         "layouts": plan.describe(),
-        **({"level_bytes": _sum_levels(per_level)} if mesh.binding is not None else {}),
+        **({"level_bytes": _sum_levels(per_level, mesh.tree)} if mesh.binding is not None else {}),
     }
     if e2e is not None:
         record.update(e2e.as_dict())
@@ -297,11 +303,11 @@ def run_plan(
     return record, c_blocks
 
 
-def _sum_levels(per_rank: list[dict]) -> dict:
-    """{level: bytes summed over ranks} in tree order (levels nothing crossed: 0)."""
-    from topology.tree import LEVELS
+def _sum_levels(per_rank: list[dict], tree) -> dict:
+    """{level: bytes summed over ranks} in the hierarchy's order (levels nothing crossed: 0)."""
+    from topology.hierarchy import levels_of
 
-    return {lv: int(sum(d.get(lv, 0) for d in per_rank)) for lv in LEVELS}
+    return {lv: int(sum(d.get(lv, 0) for d in per_rank)) for lv in levels_of(tree)}
 
 
 def _max():

@@ -11,14 +11,18 @@ from __future__ import annotations
 import math
 
 from topology import radix
+from topology.hierarchy import levels_of as hierarchy_levels
 from topology.mesh import AbstractMesh
-from topology.tree import LEVELS, Binding
+from topology.tree import Binding
 
 from .tensorlayout import Factor, LayoutError, Rotation, TensorLayout
 
 
 def bind_layout(layout: TensorLayout, binding: Binding, tree: AbstractMesh) -> TensorLayout:
-    """``layout`` (algorithm axes) rewritten on the tree levels; see the module docstring."""
+    """``layout`` (algorithm axes) rewritten on the tree levels; see the module docstring.
+    On a cluster (a RankOrder placement) the layout stays as it is: ranks are the job's."""
+    if not binding.by_levels:
+        return layout
     groups = binding.map
     sizes = tree.sizes
 
@@ -59,7 +63,7 @@ def bind_layout(layout: TensorLayout, binding: Binding, tree: AbstractMesh) -> T
             for lv, stride in zip(lvs, radix.strides([sizes[lv] for lv in lvs]), strict=True):
                 if sizes[lv] > 1:
                     offset.append((lv, c * stride))
-        order = {lv: i for i, lv in enumerate(LEVELS)}
+        order = {lv: i for i, lv in enumerate(hierarchy_levels(tree))}
         offset.sort(key=lambda t: order.get(t[0], -1))
         rotation = Rotation(tuple(offset), layout.rotation.pace, layout.rotation.window)
         if not offset:  # every rotating axis has size 1: keep a zero-coefficient-free rotation

@@ -1,4 +1,5 @@
-"""Links of the MN-Core tree: per-level latency and bandwidth, and which level a message crosses.
+"""Links of a machine hierarchy: per-level latency, bandwidth and sharing; which level a
+message crosses. The MN-Core tree and clusters (topology/hierarchy.py) are its instances.
 
 A message between two PEs climbs to their lowest common ancestor: it crosses the highest level
 at which their tree coordinates differ (PE: two PEs of one MAB; L2B: two different L2Bs). Its
@@ -10,17 +11,23 @@ and collectives of these algorithms.
 The ``mncore`` preset is illustrative (PE and MAB fast, L1B slower, L2B slowest); its numbers are
 plausible orders of magnitude, not measured MN-Core figures. ``mncore-emu`` keeps that ordering
 but is slow enough to be visible next to this CPU's GEMMs (what emulated runs here should use).
+
+On a cluster the ``node`` level is the network between nodes (presets in topology/networks.py,
+shared by a node's ranks) and ``local`` is the shared memory inside a node. A network preset
+leaves ``local`` unset (``None``): nothing emulates it, and the model prices it with the
+measured profile of the node (bench/model).
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from .costs import collective_seconds
+from .hierarchy import below, crossing_level_coords, kind_of, levels_of, members_by_level
 from .mesh import AbstractMesh, MeshError
+from .networks import NETWORKS
 from .tree import LEVELS
 
 PRESETS = {
@@ -41,21 +48,30 @@ PRESETS = {
     },
     "flat": {lv: (1e-6, 1e10, 1 << 20) for lv in LEVELS},
 }
+# presets by hierarchy: a cluster's are its networks (the node level; local left to the profile)
+PRESETS_OF = {
+    "mncore": PRESETS,
+    "cluster": {name: {"node": p, "local": None} for name, p in NETWORKS.items()},
+}
 
 
 @dataclass(frozen=True)
 class LinkModel:
     """{level: (alpha s, bandwidth B/s, lanes)} and the tree it describes."""
 
-    levels: tuple[tuple[str, tuple[float, float, int]], ...]
+    levels: tuple[tuple[str, tuple[float, float, int] | None], ...]  # outermost first
     tree: AbstractMesh
     name: str = ""
 
     @classmethod
     def load(cls, spec: str, tree: AbstractMesh) -> LinkModel:
-        """A preset name or a JSON file {level: {"alpha": s, "bandwidth": B/s, "lanes": n}}."""
-        if spec in PRESETS:
-            table, name = PRESETS[spec], spec
+        """A preset of ``tree``'s hierarchy or a JSON file {level: {"alpha": s,
+        "bandwidth": B/s, "lanes": n}}; on a cluster ``local`` may be left out."""
+        kind = kind_of(tree)
+        presets = PRESETS_OF.get(kind, {})
+        levels = levels_of(tree)
+        if spec in presets:
+            table, name = presets[spec], spec
         else:
             try:
                 raw = json.loads(Path(spec).read_text())
@@ -65,24 +81,33 @@ class LinkModel:
                 }
             except FileNotFoundError:
                 raise MeshError(
-                    f"links {spec!r} is neither a preset ({', '.join(PRESETS)}) nor a file"
+                    f"links {spec!r} is neither a {kind} preset ({', '.join(presets)}) nor a file"
                 ) from None
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
                 raise MeshError(
                     f"links file {spec}: want {{level: {{alpha, bandwidth, lanes}}}} ({err})"
                 ) from None
             name = spec
-        missing = [lv for lv in LEVELS if lv not in table]
+            if kind == "cluster":
+                table.setdefault("local", None)
+        missing = [lv for lv in levels if lv not in table]
         if missing:
             raise MeshError(f"links {spec}: no parameters for level(s) {', '.join(missing)}")
-        return cls(tuple((lv, tuple(table[lv])) for lv in LEVELS), tree, name)
+        return cls(
+            tuple((lv, None if table[lv] is None else tuple(table[lv])) for lv in levels),
+            tree,
+            name,
+        )
+
+    def models(self, level: str | None) -> bool:
+        """Whether this model prices ``level`` (a network preset leaves a node's inside out)."""
+        return level is not None and self.params(level) is not None
 
     def params(self, level: str) -> tuple[float, float, int]:
         return dict(self.levels)[level]
 
     def share(self, level: str) -> float:
-        below = math.prod(self.tree.sizes[lv] for lv in LEVELS[LEVELS.index(level) + 1 :])
-        return max(1.0, below / self.params(level)[2])
+        return max(1.0, below(self.tree, level) / self.params(level)[2])
 
     def alpha_beta(self, level: str) -> tuple[float, float]:
         """(alpha, seconds per byte) of a message crossing ``level`` with its uplink shared."""
@@ -90,7 +115,7 @@ class LinkModel:
         return alpha, self.share(level) / bw
 
     def message(self, level: str | None, nbytes: int) -> float:
-        if level is None:
+        if not self.models(level):
             return 0.0
         a, b = self.alpha_beta(level)
         return a + nbytes * b
@@ -98,41 +123,31 @@ class LinkModel:
     def collective(self, kind: str, nbytes: int, g: int, level: str | None) -> float:
         """An operation on g ranks whose messages cross up to ``level``: the MPICH formula
         (topology.costs) with that level's alpha and shared beta."""
-        if level is None or g <= 1:
+        if not self.models(level) or g <= 1:
             return 0.0
         a, b = self.alpha_beta(level)
         return collective_seconds(kind, nbytes, g, a, b)
 
     def as_dict(self) -> dict:
         return {
-            lv: {"alpha": a, "bandwidth": bw, "lanes": ln, "share": self.share(lv)}
-            for lv, (a, bw, ln) in self.levels
+            lv: None
+            if p is None
+            else {"alpha": p[0], "bandwidth": p[1], "lanes": p[2], "share": self.share(lv)}
+            for lv, p in self.levels
         }
 
 
 def crossing_level(tree: AbstractMesh, rank_a: int, rank_b: int) -> str | None:
-    """The highest level at which the two PEs' coordinates differ (None: the same PE)."""
+    """The outermost level at which the two devices' coordinates differ (None: the same)."""
     ca, cb = tree.coords(rank_a), tree.coords(rank_b)
-    return crossing_level_coords(ca, cb)
+    return crossing_level_coords(ca, cb, levels_of(tree))
 
 
-def crossing_level_coords(ca, cb) -> str | None:
-    for lv in LEVELS:
-        if ca[lv] != cb[lv]:
-            return lv
-    return None
-
-
-def members_by_level(tree: AbstractMesh, levels) -> dict[str, int]:
-    """For a group spanning ``levels``: how many other members a member reaches across each
-    level (those whose highest differing coordinate is that level)."""
-    levels = [lv for lv in LEVELS if lv in levels]
-    out = {}
-    for i, lv in enumerate(levels):
-        n = (tree.sizes[lv] - 1) * math.prod(tree.sizes[below] for below in levels[i + 1 :])
-        if n:
-            out[lv] = n
-    return out
-
-
-__all__ = ["LinkModel", "PRESETS", "crossing_level", "members_by_level"]
+__all__ = [
+    "LinkModel",
+    "PRESETS",
+    "PRESETS_OF",
+    "crossing_level",
+    "crossing_level_coords",
+    "members_by_level",
+]

@@ -164,7 +164,14 @@ class Mesh(_Axes):
         self.rank = self.cart.Get_rank()
         self.tree_coords = self.tree.coords(self.rank)
         self.coords = self.binding.algo_coords(self.tree_coords, self.tree)
-        self.physical = PhysicalView(self.tree, self.comm, self.cart, self.rank, self.tree_coords)
+        if self.binding.by_levels:
+            self.physical = PhysicalView(
+                self.tree, self.comm, self.cart, self.rank, self.tree_coords
+            )
+        else:  # a cluster: tree rank = algorithm rank, so the mesh itself is the physical view
+            self.physical = PhysicalView(
+                self.abstract, self.comm, self.cart, self.rank, self.coords
+            )
 
     def sub(self, *names: str):
         """The sub-communicator along the given axes (ranks ordered row-major in those axes)."""
@@ -182,10 +189,11 @@ class Mesh(_Axes):
     def _tree_sub(self, key: tuple[str, ...]):
         """Sub-communicator over the levels of the axes ``key``, ranked row-major over those
         axes in mesh order (cart.Sub when the tree order gives the same ranking, else Split)."""
-        groups = self.binding.map
-        levels = [lv for a in key for lv in groups[a]]
-        if levels == [lv for lv in self.tree.names if lv in levels]:
-            return self.cart.Sub([lv in levels for lv in self.tree.names])
+        if self.binding.by_levels:  # a cluster's RankOrder: axes are not whole levels
+            groups = self.binding.map
+            levels = [lv for a in key for lv in groups[a]]
+            if levels == [lv for lv in self.tree.names if lv in levels]:
+                return self.cart.Sub([lv in levels for lv in self.tree.names])
         color = sum(
             self.coords[a] * self.abstract.rank_strides[a] for a in self.names if a not in key
         )

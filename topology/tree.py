@@ -1,4 +1,4 @@
-"""The MN-Core device tree (L2B > L1B > MAB > PE) and bindings of algorithm meshes onto it.
+"""The MN-Core device tree (L2B > L1B > MAB > PE), clusters, and placements of algorithm meshes.
 
 A tree is an :class:`AbstractMesh` whose axes are the tree levels, ranks row-major over
 L2B, L1B, MAB, PE (rank = PE index on the board). A subtree or a whole level is then a
@@ -8,19 +8,33 @@ A :class:`Binding` maps each axis of an algorithm's mesh to a group of tree leve
 order); the axis coordinate is row-major over its levels. ``layouts.bind_layout`` rewrites an
 algorithm's layout in MN-Core notation (``n_x`` -> ``a_L2B, b_L1B``), so the same descriptors
 set up data on the tree.
+
+A cluster (topology/hierarchy.py: node > local) holds the job's ranks as they are: algorithm
+rank r (row-major over its mesh) is job rank r, on the node the placement (block or
+round-robin) gives. Its one placement is :class:`RankOrder`, which answers what a Binding does.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from .hierarchy import (
+    MNCORE_LEVELS,
+    crossing_level_coords,
+    is_cluster,
+    kind_of,
+    levels_of,
+    members_by_level,
+    parse_cluster,
+)
 from .mesh import AbstractMesh, MeshError
 from .radix import digits, number
 
-LEVELS = ("L2B", "L1B", "MAB", "PE")
+LEVELS = MNCORE_LEVELS
 BOARD = (16, 8, 16, 4)
 
 
@@ -35,7 +49,8 @@ def tree_mesh(sizes) -> AbstractMesh:
 
 
 def parse_topology(text: str | None) -> AbstractMesh | None:
-    """``mesh`` (or None) -> None (a plain mesh); ``mncore`` -> the board; ``mncore:a,b,c,d``."""
+    """``mesh`` (or None) -> None (a plain mesh); ``mncore`` -> the board; ``mncore:a,b,c,d``;
+    ``cluster:NODES,RPN[:round-robin]`` -> a cluster."""
     if text is None or text.strip() == "mesh":
         return None
     text = text.strip()
@@ -54,11 +69,17 @@ def parse_topology(text: str | None) -> AbstractMesh | None:
                 f"topology {text!r}: give four positive sizes L2B,L1B,MAB,PE, as in mncore:2,2,2,2"
             )
         return tree_mesh(sizes)
-    raise MeshError(f"topology {text!r} is not one of: mesh, mncore, mncore:L2B,L1B,MAB,PE")
+    if text.startswith("cluster:"):
+        return parse_cluster(text)
+    raise MeshError(
+        f"topology {text!r} is not one of: mesh, mncore, mncore:L2B,L1B,MAB,PE, "
+        f"cluster:NODES,RANKS_PER_NODE[:round-robin]"
+    )
 
 
 def is_tree(mesh: AbstractMesh) -> bool:
-    return mesh.names == LEVELS
+    """A machine hierarchy (the MN-Core tree or a cluster), not an algorithm's mesh."""
+    return kind_of(mesh) is not None
 
 
 @dataclass(frozen=True)
@@ -66,6 +87,7 @@ class Binding:
     """{algorithm axis: tree levels (tree order)} as a tuple of pairs, in algorithm axis order."""
 
     axes: tuple[tuple[str, tuple[str, ...]], ...]
+    by_levels = True  # each axis lives on whole levels (a RankOrder's axes do not)
 
     @property
     def map(self) -> dict[str, tuple[str, ...]]:
@@ -84,11 +106,13 @@ class Binding:
         used = [lv for _, lvs in self.axes for lv in lvs]
         for lv in used:
             if lv not in tree.sizes:
-                raise MeshError(f"binding {self}: {lv} is not a tree level ({', '.join(LEVELS)})")
+                raise MeshError(
+                    f"binding {self}: {lv} is not a tree level ({', '.join(tree.names)})"
+                )
         if sorted(used) != sorted(tree.names):
             raise MeshError(f"binding {self} must use every tree level exactly once")
         for a, lvs in self.axes:
-            if list(lvs) != sorted(lvs, key=LEVELS.index):
+            if list(lvs) != sorted(lvs, key=tree.names.index):
                 raise MeshError(f"binding {self}: the levels of {a} must be in tree order")
             size = math.prod(tree.sizes[lv] for lv in lvs)
             if size != algo.sizes[a]:
@@ -111,9 +135,59 @@ class Binding:
             for a, lvs in self.axes
         }
 
+    def group_levels(
+        self, tree: AbstractMesh, coords: Mapping[str, int], axes: Sequence[str]
+    ) -> dict[str, int]:
+        """{level: members of this rank's group along ``axes`` whose messages cross it},
+        outermost level first (the same for every member of the group)."""
+        return members_by_level(tree, [lv for a in axes for lv in self.map[a]])
+
+
+@dataclass(frozen=True)
+class RankOrder:
+    """A cluster's placement: algorithm rank r (row-major over ``algo``) is tree rank r, so
+    an axis is not a group of levels; levels come from the ranks themselves."""
+
+    algo: AbstractMesh
+    by_levels = False
+
+    def __str__(self) -> str:
+        return "ranks"
+
+    def check(self, algo: AbstractMesh, tree: AbstractMesh) -> None:
+        if algo != self.algo or algo.size != tree.size:
+            raise MeshError(f"mesh {algo} does not fill cluster {tree} rank for rank")
+
+    def tree_coords(self, algo_coords: Mapping[str, int], tree: AbstractMesh) -> dict[str, int]:
+        return tree.coords(self.algo.rank(algo_coords))
+
+    def algo_coords(self, tree_coords: Mapping[str, int], tree: AbstractMesh) -> dict[str, int]:
+        return self.algo.coords(tree.rank(tree_coords))
+
+    def group_levels(
+        self, tree: AbstractMesh, coords: Mapping[str, int], axes: Sequence[str]
+    ) -> dict[str, int]:
+        """As Binding.group_levels, counted over this rank's group (groups of one kind may
+        differ: block placement need not align groups with nodes)."""
+        levels = levels_of(tree)
+        me = self.algo.rank(coords)
+        mine = tree.coords(me)
+        n = Counter(
+            crossing_level_coords(tree.coords(r), mine, levels)
+            for r in self.algo.group(me, axes)
+            if r != me
+        )
+        return {lv: n[lv] for lv in levels if n[lv]}
+
 
 def parse_binding(text: str, algo: AbstractMesh, tree: AbstractMesh) -> Binding:
-    """``x=L2B+L1B,y=MAB+PE`` (``x=1`` for an axis with no levels), checked."""
+    """``x=L2B+L1B,y=MAB+PE`` (``x=1`` for an axis with no levels), checked; on a cluster
+    only ``ranks`` (its one placement)."""
+    if is_cluster(tree):
+        if text.strip() != "ranks":
+            raise MeshError(f"binding {text!r}: on a cluster the only placement is 'ranks'")
+        return RankOrder(algo)
+    order = tree.names
     pairs = []
     for part in text.split(","):
         name, eq, levels = part.partition("=")
@@ -123,7 +197,7 @@ def parse_binding(text: str, algo: AbstractMesh, tree: AbstractMesh) -> Binding:
             )
         lvs = () if levels.strip() in ("", "1") else tuple(v.strip() for v in levels.split("+"))
         pairs.append(
-            (name.strip(), tuple(sorted(lvs, key=lambda v: LEVELS.index(v) if v in LEVELS else -1)))
+            (name.strip(), tuple(sorted(lvs, key=lambda v: order.index(v) if v in order else -1)))
         )
     names = dict(pairs)
     b = Binding(
@@ -137,7 +211,9 @@ def parse_binding(text: str, algo: AbstractMesh, tree: AbstractMesh) -> Binding:
 
 def bindings(algo: AbstractMesh, tree: AbstractMesh) -> list[Binding]:
     """Every valid binding; levels of size 1 go to the last axis. Natural order first: axes in
-    mesh order take consecutive levels from L2B down."""
+    mesh order take consecutive levels from L2B down. On a cluster: RankOrder, the only one."""
+    if is_cluster(tree):
+        return [RankOrder(algo)] if algo.size == tree.size else []
     big = [lv for lv in tree.names if tree.sizes[lv] > 1]
     ones = [lv for lv in tree.names if tree.sizes[lv] == 1]
     out = []
@@ -146,7 +222,7 @@ def bindings(algo: AbstractMesh, tree: AbstractMesh) -> list[Binding]:
         for lv, k in zip(big, assign, strict=True):
             groups[algo.names[k]].append(lv)
         groups[algo.names[-1]] += ones
-        b = Binding(tuple((a, tuple(sorted(groups[a], key=LEVELS.index))) for a in algo.names))
+        b = Binding(tuple((a, tuple(sorted(groups[a], key=tree.names.index))) for a in algo.names))
         try:
             b.check(algo, tree)
         except MeshError:
@@ -177,6 +253,7 @@ __all__ = [
     "LEVELS",
     "BOARD",
     "Binding",
+    "RankOrder",
     "bindings",
     "default_binding",
     "is_tree",

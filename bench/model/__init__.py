@@ -23,7 +23,7 @@ from .redistribution import (
 )
 from .schedule import bytes_per_rank, schedule
 from .stated import stated_cost
-from .walk import Prediction, predict
+from .walk import Prediction, communication_seconds, predict
 
 __all__ = [
     "EAGER_LIMIT",
@@ -33,6 +33,7 @@ __all__ = [
     "ProfileError",
     "bytes_per_rank",
     "collective_seconds",
+    "communication_seconds",
     "level_bytes",
     "predict",
     "move_seconds",

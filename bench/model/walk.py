@@ -47,7 +47,8 @@ def predict(
     With ``links`` (topology.links.LinkModel) a communication event on a tree costs the link
     model's price at its ``phase_level`` (the highest level any member's message crosses) and is
     not slowed by oversubscription: it models the tree's links (or their emulation, which
-    sleeps and so overlaps computation even with more ranks than cores)."""
+    sleeps and so overlaps computation even with more ranks than cores). A level the link model
+    leaves out (a cluster's ``local`` under a network preset) is priced by the profile."""
     slow = profile.slowdown(ranks_per_node)
     overlap = slow <= 1.0
     t = channel = 0.0
@@ -84,15 +85,28 @@ def predict(
     return Prediction(t, dict(phases), flops, sent, messages, slow, level_bytes(events))
 
 
+def communication_seconds(
+    events: list[Event], profile: Profile, dtype: str, ranks_per_node: int, links=None
+) -> dict[str, float]:
+    """{kind: seconds} of every communication event priced in full, hidden or not (what a
+    closed form that ignores overlap counts)."""
+    slow = profile.slowdown(ranks_per_node)
+    out: dict[str, float] = defaultdict(float)
+    for e in events:
+        if e.kind not in ("gemm", "copy", "wait"):
+            out[e.kind] += _price(e, profile, dtype, slow, slow <= 1.0, links)[0]
+    return dict(out)
+
+
 def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, links):
     """(seconds, whether it can hide behind computation when issued non-blocking)."""
     if e.kind == "gemm":
         return profile.gemm_seconds(*e.shape, dtype) * slow, False
     if e.kind == "copy":
         return e.nbytes / profile.copy_bandwidth * slow, False
-    if links is not None and e.phase_level is not None:
+    if links is not None and links.models(e.phase_level):
         return links.collective(e.kind, e.nbytes, e.group, e.phase_level), True
     return profile.collective(e.kind, e.nbytes, e.group) * slow, overlap
 
 
-__all__ = ["Prediction", "predict"]
+__all__ = ["Prediction", "communication_seconds", "predict"]

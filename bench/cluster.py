@@ -1,0 +1,131 @@
+"""A prediction for a cluster (``--topology cluster:NODES,RPN --network PRESET``): which parts
+are measured on this node and which come from a network preset.
+
+Computation (GEMMs, copies) is the profile's, slowed as ``RPN`` ranks share the node's cores;
+messages between nodes are the network preset's (topology/networks.py), shared by the node's
+ranks; messages inside a node are the profile's measured links. Nothing of the calibration
+machine's messages prices a message between nodes, so a one-rank-per-node prediction holds
+none of its (possibly oversubscribed) latency.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from topology.hierarchy import cluster_size, is_cluster
+from topology.networks import NETWORKS
+
+from .errors import UsageError
+from .model import Prediction, communication_seconds, predict, schedule, stated_cost
+from .units import format_bytes
+
+COMPUTE = ("gemm", "copy")
+
+
+def need_network(tree, links) -> None:
+    if is_cluster(tree) and links is None:
+        raise UsageError(
+            f"a cluster needs its network: --network {'|'.join(NETWORKS)} or a JSON file "
+            '{"node": {"alpha": s, "bandwidth": B/s, "lanes": n}}'
+        )
+
+
+def sources(events, links, rpn: int) -> dict[str, str]:
+    """{phase kind: where its price comes from} for the kinds in ``events``."""
+    by_kind: dict[str, set] = {}
+    for e in events:
+        if e.kind != "wait":
+            by_kind.setdefault(e.kind, set()).add(e.phase_level)
+    out = {}
+    for kind, levels in by_kind.items():
+        if kind in COMPUTE:
+            out[kind] = f"measured (profile, {rpn} rank(s) per node)"
+            continue
+        parts = []
+        for lv in ("node", "local"):
+            if lv in levels:
+                parts.append(
+                    f"between nodes: preset {links.name}"
+                    if links.models(lv)
+                    else "inside a node: measured (profile)"
+                )
+        out[kind] = "; ".join(parts) or "no messages"
+    return out
+
+
+def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tuple[dict, str]:
+    """The record and the text of a prediction on a cluster (rank 0's schedule; ``users``: the
+    layouts, native, since others are refused with --topology)."""
+    from .runner import tree_setup
+
+    tree, binding, links = tree_setup(args, plan, args.links)
+    need_network(tree, links)
+    nodes, per_node, placement = cluster_size(tree)
+    events = schedule(module, plan, 0, np.dtype(args.dtype), binding, tree)
+    pred: Prediction = predict(events, profile, args.dtype, rpn, links=links)
+    word = np.dtype(args.dtype).itemsize
+    link = links.alpha_beta("node")
+    stated = stated_cost(plan.algo, plan.shape, plan.P, plan.grid, profile, word, link=link)
+    src = sources(events, links, rpn)
+    comm = communication_seconds(events, profile, args.dtype, rpn, links)
+    made = profile.meta.get("ranks")
+    record = {
+        "algo": plan.algo,
+        "P": plan.P,
+        "grid": list(plan.grid),
+        "shape": list(plan.shape),
+        "dtype": args.dtype,
+        "topology": args.topology,
+        "nodes": nodes,
+        "ranks_per_node": per_node,
+        "placement": placement,
+        "links": links.as_dict(),
+        "network": links.name,
+        "layouts": plan.describe(),
+        **pred.as_dict(),
+        "predicted_gflops": plan.flops / pred.seconds / 1e9 if pred.seconds else None,
+        "phase_sources": src,
+        "communication_seconds": comm,
+        "profile_ranks": made,
+        "stated": stated,
+        "planning_seconds": time.perf_counter() - started,
+    }
+    M, K, N = plan.shape
+    a, bw, lanes = links.params("node")
+    lines = [
+        f"distmm predict {plan.algo}: {nodes} node(s) x {per_node} rank(s) ({placement}), "
+        f"grid={'x'.join(map(str, plan.grid))} shape={M}x{K}x{N} {args.dtype}",
+        f"network {links.name}: alpha {a * 1e6:.2f} us, {bw / 1e9:.3g} GB/s per node "
+        f"({lanes} link(s), shared by {links.share('node'):g} rank(s)) [preset]",
+        f"node: {profile.cores} cores, GEMM rates and copy bandwidth from the profile "
+        f"[measured]; {rpn} rank(s) per node: computation x{pred.oversubscription:.2f}",
+        *(f"  {name}  {text}" for name, text in plan.describe().items()),
+        f"{'phase':<16}{'predicted [s]':>14}{'in full [s]':>13}  source",
+        *(
+            f"{kind:<16}{sec:>14.6f}{comm.get(kind, sec):>13.6f}  {src.get(kind, '')}"
+            for kind, sec in sorted(pred.phases.items(), key=lambda kv: -kv[1])
+        ),
+        f"{'total':<16}{pred.seconds:>14.6f}   {record['predicted_gflops']:.1f} GFLOP/s",
+        f"rank 0 sends {format_bytes(pred.bytes_sent, 'MiB')} in {pred.messages} messages; "
+        + ", ".join(f"{lv} {format_bytes(n, 'MiB')}" for lv, n in sorted(pred.level_bytes.items())),
+    ]
+    if any("inside a node" in s for s in src.values()) and made and made != per_node:
+        lines.append(
+            f"  note: messages inside a node use the profile's links, measured with {made} "
+            f"ranks on {profile.cores} cores, not {per_node}"
+        )
+    lines.append(
+        "(predicted: on the critical path, after overlap; in full: every operation priced alone)"
+    )
+    if stated:
+        lines.append(
+            f"literature with the network's alpha and beta: {stated['formula']} = "
+            f"{stated['seconds']:.6f} s communication"
+        )
+    lines.append(f"(planned and evaluated in {record['planning_seconds'] * 1e3:.0f} ms)")
+    return record, "\n".join(lines)
+
+
+__all__ = ["need_network", "on_cluster", "sources"]
