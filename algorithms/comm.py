@@ -59,6 +59,7 @@ class Comm:
     ):
         self.mesh = mesh
         self.fault = fault  # called with each event kind before it is recorded (bench/faults.py)
+        self.observer = None  # called with each event once recorded (the model's pricing walk)
         self.binding = getattr(mesh, "binding", None)
         self.tree = getattr(mesh, "tree", None)
         self.links = links  # topology.links.LinkModel
@@ -124,6 +125,8 @@ class Comm:
         kw.pop("disp", None)
         ev = Event(step=self.step, **kw)
         self.events.append(ev)
+        if self.observer is not None:
+            self.observer(ev)
         return ev
 
     def _hold(self, ev: Event, started: float, disp: int = 0) -> float:
@@ -144,7 +147,10 @@ class Comm:
 
     def _waited(self, pending: Pending, start: float) -> None:
         issued = self.events[pending.event]
-        self.events.append(Event(kind="wait", step=self.step, waits=(pending.event,)))
+        ev = Event(kind="wait", step=self.step, waits=(pending.event,))
+        self.events.append(ev)
+        if self.observer is not None:
+            self.observer(ev)
         if self.tracer is not None:
             end = self.tracer.now()
             self.tracer.add("wait", start, end, step=self.step, op=issued.kind)

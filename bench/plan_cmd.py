@@ -82,6 +82,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run the top candidates under mpiexec and compare predicted with measured order",
     )
+    p.add_argument(
+        "--exhaustive",
+        action="store_true",
+        help="price every candidate in full (default: leave out those provably neither in the "
+        "table nor on the Pareto front, stopping their loops early)",
+    )
     p.add_argument("--repeat", type=positive, default=3, help="with --run: timed repetitions")
     p.add_argument("--mpiexec", help="with --run: the mpiexec to use (default: found)")
     add_launcher_arguments(p, ranks_per_node=False)  # --ranks-per-node: the model's, above
@@ -94,13 +100,14 @@ def main(args) -> int:
     if args.chain is not None:
         return _chain_main(args, profile, rpn)
     shape = tuple(args.shape)
+    top = args.top or (3 if args.run else 15)
+    keep = None if args.exhaustive else max(top, 15)
     started = time.perf_counter()
-    cands = candidates(shape, P, profile, args.dtype, rpn, args.topology, args.links)
+    cands = candidates(shape, P, profile, args.dtype, rpn, args.topology, args.links, keep=keep)
     elapsed = time.perf_counter() - started
     if not cands:
         raise UsageError(f"no algorithm admits {P} ranks")
     best = recommend(cands, args.memory_per_rank)
-    top = args.top or (3 if args.run else 15)
     measured = None
     if args.run:
         launcher = Launcher.find(
@@ -118,6 +125,7 @@ def main(args) -> int:
             "topology": args.topology,
             "memory_per_rank": args.memory_per_rank,
             "planning_seconds": elapsed,
+            "pruned": cands.pruned,
             "candidates": [c.record(shape, P, args.dtype, args.topology) for c in cands],
             "pareto": [i for i, c in enumerate(cands) if c.pareto],
             "recommended": best.record(shape, P, args.dtype, args.topology),
@@ -140,9 +148,14 @@ def main(args) -> int:
         + (f", topology {args.topology}" if args.topology != "mesh" else "")
         + (f", budget {format_bytes(args.memory_per_rank)}/rank" if args.memory_per_rank else "")
     )
+    pruned = (
+        f" ({cands.pruned} left out: provably neither in the best {keep} nor on the Pareto front)"
+        if cands.pruned
+        else ""
+    )
     print(
-        f"{len(cands)} candidates priced in {elapsed * 1e3:.0f} ms; the best "
-        f"{min(top, len(cands))} by predicted time (* = on the time/memory Pareto front):"
+        f"{len(cands) + cands.pruned} candidates priced in {elapsed * 1e3:.0f} ms{pruned}; the "
+        f"best {min(top, len(cands))} by predicted time (* = on the time/memory Pareto front):"
     )
     print(candidate_table(cands[:top]))
     hidden = [c for c in cands[top:] if c.pareto]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from algorithms.plan import PlanError
 
 from .errors import UsageError
 from .launch import Launcher, run_argv, shell_command
-from .model import Profile, predict, redistribution_seconds, schedule
+from .model import Job, Profile, price, redistribution_seconds, search
 from .units import format_bytes
 
 
@@ -101,8 +102,12 @@ def candidates(
     topology: str = "mesh",
     links_spec: str | None = None,
     algos=None,
-) -> list[Candidate]:
-    """Every candidate plan, priced, ranked by predicted time, Pareto front marked."""
+    keep: int | None = None,
+) -> Ranking:
+    """Every candidate plan, priced, ranked by predicted time, Pareto front marked. With
+    ``keep``, only the ``keep`` fastest and the Pareto front are certain to be there (and are
+    exact): candidates provably in neither are left out, their loops stopped early
+    (bench/model/search.py); the Ranking's ``pruned`` counts them."""
     tree = links = None
     if topology != "mesh":
         from topology.links import LinkModel
@@ -116,7 +121,9 @@ def candidates(
         raise UsageError("--links needs --topology mncore[:L2B,L1B,MAB,PE]")
     rpn = min(ranks_per_node or P, P)
     npdt = np.dtype(dtype)
-    out: list[Candidate] = []
+    cands: list[Candidate] = []
+    jobs: list[Job] = []
+    prices: dict = {}  # one price per distinct operation, shared by every candidate
     for algo in algos or ALGORITHMS:
         algorithm = get(algo)
         if not algorithm.grids(P):
@@ -136,14 +143,37 @@ def candidates(
 
                     binds = bindings(plan.mesh, tree)
                 for b in binds:
-                    events = schedule(algorithm, plan, 0, npdt, b, tree, cache=states)
-                    pred = predict(events, profile, dtype, rpn, links=links)
-                    out.append(
-                        Candidate(algo, opts, overlap, plan, b, pred.seconds, mem, pred.bytes_sent)
+                    cands.append(Candidate(algo, opts, overlap, plan, b, memory=mem))
+                    run = partial(
+                        price,
+                        algorithm,
+                        plan,
+                        profile,
+                        npdt,
+                        rpn,
+                        binding=b,
+                        tree=tree,
+                        links=links,
+                        cache=states,
+                        prices=prices,
                     )
+                    jobs.append(Job(run, mem))
+    out = Ranking()
+    for c, pred in zip(cands, search(jobs, keep), strict=True):
+        if pred is None:
+            out.pruned += 1
+            continue
+        c.seconds, c.bytes_sent = pred.seconds, pred.bytes_sent
+        out.append(c)
     out.sort(key=lambda c: (c.seconds, c.memory))
     mark_pareto(out)
     return out
+
+
+class Ranking(list):
+    """Candidates by predicted time; ``pruned`` counts those left out (see candidates)."""
+
+    pruned: int = 0
 
 
 def mark_pareto(cands: list[Candidate]) -> None:

@@ -96,11 +96,22 @@ class Profile:
             memo[key] = 2.0 * m * k * n * self._per_flop(dtype, (m, k, n))
         return memo[key]
 
+    def least_seconds_per_flop(self, dtype: str) -> float:
+        """No GEMM of ``dtype`` is priced at less per flop: the interpolation is linear between
+        the measured rates and clamped at the grid's edges."""
+        return min(sec / (2.0 * m * k * n) for m, k, n, sec in self._rows(dtype))
+
     def _per_flop(self, dtype: str, mkn: tuple[int, int, int]) -> float:
         cache = self.__dict__.setdefault("_grids", {})
         if dtype not in cache:
-            cache[dtype] = _GemmRates.of(self.gemm.get(dtype) or self.gemm.get("float32"), dtype)
+            cache[dtype] = _GemmRates.of(self._rows(dtype), dtype)
         return cache[dtype].per_flop(mkn)
+
+    def _rows(self, dtype: str) -> list:
+        rows = self.gemm.get(dtype) or self.gemm.get("float32")
+        if not rows:
+            raise ProfileError(f"profile has no GEMM rates for {dtype}")
+        return rows
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from algorithms.events import Event, level_bytes
+from algorithms.events import Event
 
 from .profile import Profile
 
@@ -48,40 +48,79 @@ def predict(
     model's price at its ``phase_level`` (the highest level any member's message crosses) and is
     not slowed by oversubscription: it models the tree's links (or their emulation, which
     sleeps and so overlaps computation even with more ranks than cores)."""
-    slow = profile.slowdown(ranks_per_node)
-    overlap = slow <= 1.0
-    t = channel = 0.0
-    done: dict[int, float] = {}
-    phases: dict[str, float] = defaultdict(float)
-    prices: dict = {}  # one price per distinct operation: schedules repeat a few many times
-    flops = sent = messages = 0
-    for i, e in enumerate(events):
+    walk = Walk(profile, dtype, ranks_per_node, links)
+    push = walk.push
+    for e in events:
+        push(e)
+    return walk.prediction()
+
+
+class Walk:
+    """:func:`predict` one event at a time, as the schedule is issued: ``t`` (the rank's time
+    so far) never decreases, so it bounds the final prediction from below at every event, and
+    a search can stop a loop as soon as that bound already loses (bench/model/search.py).
+
+    ``prices`` may be shared by walks with the same profile, dtype, ranks per node and links:
+    an operation's price depends on nothing else."""
+
+    def __init__(self, profile: Profile, dtype: str, ranks_per_node: int, links=None, prices=None):
+        self.profile, self.dtype, self.links = profile, dtype, links
+        self.slow = profile.slowdown(ranks_per_node)
+        self.overlap = self.slow <= 1.0
+        self.t = self.channel = 0.0
+        self.done: dict[int, float] = {}
+        self.kinds: list[str] = []  # of every event so far, by index (what a wait names)
+        self.phases: dict[str, float] = defaultdict(float)
+        # one price per distinct operation: schedules repeat a few many times
+        self.prices: dict = {} if prices is None else prices
+        self.flops = self.sent = self.messages = 0
+        self.level_bytes: dict[str, int] = defaultdict(int)
+
+    def push(self, e: Event) -> None:
+        i = len(self.kinds)
         kind = e.kind
-        flops += e.flops
-        sent += e.sent
-        messages += e.messages
+        self.kinds.append(kind)
+        self.flops += e.flops
+        self.sent += e.sent
+        self.messages += e.messages
+        for lv, n in e.level_bytes:
+            self.level_bytes[lv] += n
+        t = self.t
         if kind == "wait":
+            done = self.done
             end = max(done.get(j, t) for j in e.waits)
             if end > t:
-                phases[events[e.waits[0]].kind] += end - t
-                t = end
-            continue
+                self.phases[self.kinds[e.waits[0]]] += end - t
+                self.t = end
+            return
         key = (kind, e.shape, e.nbytes, e.group, e.phase_level)
-        price = prices.get(key)
+        price = self.prices.get(key)
         if price is None:
-            price = prices[key] = _price(e, profile, dtype, slow, overlap, links)
+            price = self.prices[key] = _price(
+                e, self.profile, self.dtype, self.slow, self.overlap, self.links
+            )
         d, hides = price
         if kind == "gemm" or kind == "copy":
-            t += d
-            phases[kind] += d
+            self.t = t + d
+            self.phases[kind] += d
         elif e.overlapped and hides:
-            start = max(t, channel)
-            channel = done[i] = start + d
+            start = max(t, self.channel)
+            self.channel = self.done[i] = start + d
         else:
-            start = max(t, channel)
-            phases[kind] += start + d - t
-            t = channel = done[i] = start + d
-    return Prediction(t, dict(phases), flops, sent, messages, slow, level_bytes(events))
+            start = max(t, self.channel)
+            self.phases[kind] += start + d - t
+            self.t = self.channel = self.done[i] = start + d
+
+    def prediction(self) -> Prediction:
+        return Prediction(
+            self.t,
+            dict(self.phases),
+            self.flops,
+            self.sent,
+            self.messages,
+            self.slow,
+            dict(self.level_bytes),
+        )
 
 
 def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, links):
@@ -95,4 +134,4 @@ def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, l
     return profile.collective(e.kind, e.nbytes, e.group) * slow, overlap
 
 
-__all__ = ["Prediction", "predict"]
+__all__ = ["Prediction", "Walk", "predict"]
