@@ -35,7 +35,7 @@ import numpy as np
 
 from topology import Mesh, radix
 
-from .events import COMM_KINDS, Event
+from .events import COMM_KINDS, Event, make_event
 from .levels import LinkClock, TreeLevels, hold_until
 from .pending import Pending
 from .symbolic import placeholder, reshaped
@@ -123,7 +123,8 @@ class Comm:
                 )
             )
         kw.pop("disp", None)
-        ev = Event(step=self.step, **kw)
+        kw["step"] = self.step
+        ev = make_event(kw)
         self.events.append(ev)
         if self.observer is not None:
             self.observer(ev)
@@ -147,7 +148,7 @@ class Comm:
 
     def _waited(self, pending: Pending, start: float) -> None:
         issued = self.events[pending.event]
-        ev = Event(kind="wait", step=self.step, waits=(pending.event,))
+        ev = make_event({"kind": "wait", "step": self.step, "waits": (pending.event,)})
         self.events.append(ev)
         if self.observer is not None:
             self.observer(ev)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from algorithms import ALGORITHMS, get
+from algorithms.events import Event, make_event
 from algorithms.plan import PlanError
 from bench.model import Prediction, Profile, Pruned, price, schedule
 from bench.model.profile import _GemmRates
@@ -160,3 +161,12 @@ def test_a_4096_rank_plan_takes_seconds_not_minutes(profile_file):
     cands = candidates((8192, 8192, 8192), 4096, profile, keep=15)
     assert time.process_time() - started < 5.0
     assert cands.pruned > len(cands)
+
+
+def test_make_event_is_the_dataclass():
+    fields = {"kind": "shift", "axes": ("n",), "group": 4, "nbytes": 512, "sent": 512}
+    fields |= {"messages": 1, "overlapped": True, "step": 3}
+    made, real = make_event(dict(fields)), Event(**fields)
+    assert made == real and hash(made) == hash(real) and repr(made) == repr(real)
+    with pytest.raises(AttributeError):
+        made.kind = "gemm"  # still frozen

@@ -18,7 +18,7 @@ from algorithms.events import Event
 from algorithms.symbolic import placeholder
 
 from .profile import Profile
-from .walk import Prediction, Walk
+from .walk import Prediction, Stop, Walk
 
 
 def schedule(
@@ -54,10 +54,6 @@ class Pruned:
     by_limit: bool  # stopped because at_least passed the limit (else: the event budget ran out)
 
 
-class _Stop(Exception):
-    pass
-
-
 def price(
     algorithm,
     plan,
@@ -82,30 +78,31 @@ def price(
 
     Certain to exceed: the walk's time so far plus the GEMMs still to come, priced at the
     profile's cheapest rate per flop; every rank computes at least its share ``plan.flops / P``
-    of the product (with padding, more; tests/test_symbolic.py holds this for every algorithm).
+    of the product (with padding, more; tests/test_plan_speed.py holds this for every algorithm).
     """
+    name = np.dtype(dtype).name
+    slow = profile.slowdown(ranks_per_node)
+    walk = Walk(
+        profile,
+        name,
+        ranks_per_node,
+        links,
+        prices,
+        limit=limit,
+        share=plan.flops / plan.P,
+        # a hair under the cheapest rate: interpolation may round a rate a few ulps below it
+        per_flop=profile.least_seconds_per_flop(name) * slow * (1 - 1e-9),
+        max_events=max_events,
+    )
+    if walk.bound() > limit:  # its GEMMs alone lose: no loop to run
+        return Pruned(walk.bound(), 0, True)
     comm, prepared = _symbolic(algorithm, plan, rank, dtype, binding, tree, cache)
-    dtype = np.dtype(dtype).name
-    walk = Walk(profile, dtype, ranks_per_node, links, prices)
-    push, kinds = walk.push, walk.kinds
-    share = plan.flops / plan.P
-    # a hair under the cheapest rate: interpolation may round a rate a few ulps below it
-    per_flop = profile.least_seconds_per_flop(dtype) * walk.slow * (1 - 1e-9)
-
-    def observe(e: Event) -> None:
-        push(e)
-        if walk.t + max(share - walk.flops, 0) * per_flop > limit:
-            raise _Stop(True)
-        if len(kinds) >= max_events:
-            raise _Stop(False)
-
     comm.reset()
-    comm.observer = observe
+    comm.observer = walk.push
     try:
         algorithm.multiply(plan, comm, prepared)
-    except _Stop as stop:
-        at_least = walk.t + max(share - walk.flops, 0) * per_flop
-        return Pruned(at_least, len(kinds), stop.args[0])
+    except Stop:
+        return Pruned(walk.bound(), len(walk.kinds), walk.by_limit)
     finally:
         comm.observer = None
         comm.reset()  # the events are walked: do not keep them alive in the cache
