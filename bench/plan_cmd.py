@@ -4,7 +4,9 @@ Every algorithm that admits P ranks is expanded into candidates: each grid (or T
 T10 rotating pace, SUMMA-family panel widths {default, default/2, default/4}, overlap on and off
 and, on a tree (``--topology``), each binding of the mesh onto the tree. Each candidate is priced
 with the cost model (rank 0's schedule, as `distmm predict` does), its memory per rank estimated
-(`distmm run`'s estimate) and its bytes moved per rank counted. The output is the ranked table,
+(`distmm run`'s estimate) and its bytes moved per rank counted. Candidates provably neither among
+the best ``max(--top, 15)`` nor on the Pareto front are left out, their loops stopped early
+(bench/model/search.py); ``--exhaustive`` prices every one in full. The output is the ranked table,
 the time/memory Pareto front, the fastest plan within ``--memory-per-rank`` and the command that
 runs it. ``--run`` runs the top candidates (under mpiexec, or ``--launcher srun`` / a template, with
 ``--hostfile``, ``--ranks-per-node`` and ``--pin``) and sets measured beside predicted.

@@ -1,12 +1,14 @@
 """`distmm plan` prices thousands of ranks fast (branch and bound over walks that stop early,
 bench/model/search.py) and still answers exactly what pricing every candidate in full answers."""
 
+import json
 import math
 import random
 import time
 
 import numpy as np
 import pytest
+from launch import distmm
 
 from algorithms import ALGORITHMS, get
 from algorithms.events import Event, make_event
@@ -170,3 +172,15 @@ def test_make_event_is_the_dataclass():
     assert made == real and hash(made) == hash(real) and repr(made) == repr(real)
     with pytest.raises(AttributeError):
         made.kind = "gemm"  # still frozen
+
+
+def test_plan_cli_leaves_out_what_cannot_matter(profile_file):
+    base = ["plan", "--shape", "8192,8192,8192", "--P", "64", "--profile", str(profile_file)]
+    pruned = json.loads(distmm(*base, "--json").stdout)
+    every = json.loads(distmm(*base, "--json", "--exhaustive").stdout)
+    assert pruned["pruned"] > 0 and every["pruned"] == 0
+    assert len(pruned["candidates"]) + pruned["pruned"] == len(every["candidates"])
+    assert pruned["recommended"] == every["recommended"]
+    assert pruned["candidates"][:15] == every["candidates"][:15]
+    text = distmm(*base).stdout
+    assert f"{pruned['pruned']} left out: provably neither in the best 15 nor on the" in text
