@@ -6,9 +6,11 @@ ever moves its time forward, so once the time walked so far exceeds both the ``k
 complete key and the best complete key among candidates needing no more memory, the candidate
 can be in neither set: its loop is stopped there (:func:`bench.model.schedule.price`).
 
-Candidates are first walked for a few events each (most good plans finish within them, which
-sets the bounds); the rest are then resumed from scratch in the order of the time they had
-reached, so the loops that lose stop early. A key is ``offset + predicted seconds``: a ranking
+Candidates are walked in rounds: a few events each first (the good plans, with short
+schedules, finish there and set the bounds), then those still open, from scratch, each round
+eight times further than the last and in the order of the bounds they had reached, so the loops
+that lose stop early (within about 1.5 times the events an oracle knowing the final bounds
+would walk, at 4096 and 8192 ranks). A key is ``offset + predicted seconds``: a ranking
 that adds a known time to each candidate (a redistribution, say) passes it as the offset.
 """
 
@@ -22,7 +24,8 @@ from dataclasses import dataclass
 from .schedule import Pruned
 from .walk import Prediction
 
-PROBE_EVENTS = 64  # events each candidate is first walked for
+PROBE_EVENTS = 16  # events each candidate is first walked for
+GROWTH = 8  # each later round walks the candidates still open this many times further
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,6 @@ def search(jobs: Sequence[Job], keep: int | None) -> list[Prediction | None]:
         return [job.price() for job in jobs]
     bounds = _Bounds(max(keep, 1))
     out: list[Prediction | None] = [None] * len(jobs)
-    resume: list[tuple[float, int]] = []
 
     def run(i: int, max_events: float) -> Pruned | None:
         job = jobs[i]
@@ -85,13 +87,18 @@ def search(jobs: Sequence[Job], keep: int | None) -> list[Prediction | None]:
             return None
         return r
 
-    for i in range(len(jobs)):
-        r = run(i, PROBE_EVENTS)
-        if r is not None and not r.by_limit:
-            resume.append((r.at_least, i))
-    for at_least, i in sorted(resume):
-        if at_least <= bounds.limit(jobs[i].memory) - jobs[i].offset:
-            run(i, math.inf)
+    # rounds of growing event budgets, each in the order of the bounds reached so far: the
+    # candidates that finish early (the good ones) tighten the limits before long loops run
+    pending, budget = [(0.0, i) for i in range(len(jobs))], PROBE_EVENTS
+    while pending:
+        stopped = []
+        for at_least, i in pending:
+            if at_least > bounds.limit(jobs[i].memory) - jobs[i].offset:
+                continue
+            r = run(i, budget)
+            if r is not None and not r.by_limit:
+                stopped.append((r.at_least, i))
+        pending, budget = sorted(stopped), budget * GROWTH
     return out
 
 
