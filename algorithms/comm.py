@@ -147,12 +147,12 @@ class Comm:
         return Pending(requests, result, comm=self, event=len(self.events) - 1, issued=issued)
 
     def _waited(self, pending: Pending, start: float) -> None:
-        issued = self.events[pending.event]
         ev = make_event({"kind": "wait", "step": self.step, "waits": (pending.event,)})
         self.events.append(ev)
         if self.observer is not None:
             self.observer(ev)
         if self.tracer is not None:
+            issued = self.events[pending.event]
             end = self.tracer.now()
             self.tracer.add("wait", start, end, step=self.step, op=issued.kind)
             self.tracer.add(

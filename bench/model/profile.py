@@ -101,7 +101,10 @@ class Profile:
     def least_seconds_per_flop(self, dtype: str) -> float:
         """No GEMM of ``dtype`` is priced at less per flop: the interpolation is linear between
         the measured rates and clamped at the grid's edges."""
-        return min(sec / (2.0 * m * k * n) for m, k, n, sec in self._rows(dtype))
+        memo = self.__dict__.setdefault("_least_memo", {})
+        if dtype not in memo:
+            memo[dtype] = min(sec / (2.0 * m * k * n) for m, k, n, sec in self._rows(dtype))
+        return memo[dtype]
 
     def _per_flop(self, dtype: str, mkn: tuple[int, int, int]) -> float:
         cache = self.__dict__.setdefault("_grids", {})
