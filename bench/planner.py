@@ -157,6 +157,8 @@ def candidates(
                         cache=states,
                         prices=prices,
                     )
+                    # a ranking that adds a known time to the predicted seconds (say, a
+                    # redistribution) must give it as Job's offset: the bounds are on the key
                     jobs.append(Job(run, mem))
     out = Ranking()
     for c, pred in zip(cands, search(jobs, keep), strict=True):

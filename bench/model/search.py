@@ -1,10 +1,11 @@
 """Branch and bound over candidate plans: price only what can change the answer.
 
 The planner needs, exactly, the ``keep`` fastest candidates and the time/memory Pareto front (the
-fastest plan within any memory budget is on it). A candidate's walk (bench/model/walk.py) only
-ever moves its time forward, so once the time walked so far exceeds both the ``keep``-th best
-complete key and the best complete key among candidates needing no more memory, the candidate
-can be in neither set: its loop is stopped there (:func:`bench.model.schedule.price`).
+fastest plan within any memory budget is on it). A candidate's walk (bench/model/walk.py) has a
+lower bound that only grows, the time walked so far plus the GEMMs still to come; once it exceeds
+both the ``keep``-th best complete key and the best complete key among candidates needing no more
+memory, the candidate can be in neither set: its loop is stopped there
+(:func:`bench.model.schedule.price`), and it is left out.
 
 Candidates are walked in rounds: a few events each first (the good plans, with short
 schedules, finish there and set the bounds), then those still open, from scratch, each round
