@@ -1,11 +1,9 @@
 """The communication layer: the only place that moves data, counts bytes and records the schedule.
 
 Algorithms are plain SPMD loops over a :class:`Comm`. Every collective, shift and GEMM goes
-through it, so the schedule it records (:class:`Event`) is exactly what ran, and the cost model
-reads that schedule instead of a second description of the algorithm.
-
-Events and the byte-counting convention are in algorithms/events.py; the tree levels of events
-and link emulation in algorithms/levels.py.
+through it, so the schedule it records (:class:`Event`, algorithms/events.py with the byte
+convention) is exactly what ran, and the cost model reads that schedule instead of a second
+description of the algorithm.
 
 Modes: ``execute=True`` moves data over MPI. ``execute=False`` ("compute-only") runs the same
 loop with every communication a no-op that returns buffers of the right shape, so timing it
@@ -17,11 +15,9 @@ arithmetic loops do between operations goes through ``add``, which it skips; so 
 not depend on the matrix sizes.
 
 Non-blocking operations return a :class:`Pending`; its ``wait()`` appends a ``wait`` event naming
-the operation, so the schedule says when overlapped communication had to be complete.
-
-On an MN-Core tree (a mesh with a binding, see topology/tree.py) communication events carry
-their tree levels; with ``links`` and ``emulate=True`` operations are held to the link model's
-time (algorithms/levels.py).
+the operation. On a machine hierarchy (a mesh with a binding, topology/tree.py) communication
+events carry their levels; with ``links`` and ``emulate=True`` operations are held to the link
+model's time (algorithms/levels.py).
 """
 
 from __future__ import annotations
@@ -35,7 +31,7 @@ import numpy as np
 
 from topology import Mesh, radix
 
-from .events import COMM_KINDS, Event
+from .events import COMM_KINDS, Event, make_event
 from .levels import LinkClock, TreeLevels, hold_until
 from .pending import Pending
 from .symbolic import placeholder, reshaped
@@ -59,6 +55,7 @@ class Comm:
     ):
         self.mesh = mesh
         self.fault = fault  # called with each event kind before it is recorded (bench/faults.py)
+        self.observer = None  # called with each event once recorded (the model's pricing walk)
         self.binding = getattr(mesh, "binding", None)
         self.tree = getattr(mesh, "tree", None)
         self.links = links  # topology.links.LinkModel
@@ -122,8 +119,11 @@ class Comm:
                 )
             )
         kw.pop("disp", None)
-        ev = Event(step=self.step, **kw)
+        kw["step"] = self.step
+        ev = make_event(kw)
         self.events.append(ev)
+        if self.observer is not None:
+            self.observer(ev)
         return ev
 
     def _hold(self, ev: Event, started: float, disp: int = 0) -> float:
@@ -151,20 +151,17 @@ class Comm:
         return Pending(requests, result, comm=self, event=len(self.events) - 1, issued=issued)
 
     def _waited(self, pending: Pending, start: float) -> None:
-        issued = self.events[pending.event]
-        self.events.append(Event(kind="wait", step=self.step, waits=(pending.event,)))
+        ev = make_event({"kind": "wait", "step": self.step, "waits": (pending.event,)})
+        self.events.append(ev)
+        if self.observer is not None:
+            self.observer(ev)
         if self.tracer is not None:
+            issued = self.events[pending.event]
             end = self.tracer.now()
             self.tracer.add("wait", start, end, step=self.step, op=issued.kind)
-            self.tracer.add(
-                issued.kind,
-                pending.issued,
-                end,
-                lane=1,
-                step=issued.step,
-                bytes=issued.nbytes,
-                axes=",".join(issued.axes),
-            )
+            axes, nbytes = ",".join(issued.axes), issued.nbytes
+            args = {"lane": 1, "step": issued.step, "bytes": nbytes, "axes": axes}
+            self.tracer.add(issued.kind, pending.issued, end, **args)
 
     def _group(self, axes: Sequence[str]) -> tuple[tuple[str, ...], int]:
         return self._group_of(axes)[:2]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -83,7 +84,7 @@ def check_grid(
 
     ``grids`` is the algorithm's own grid function: with no grid for P, the refusal lists the
     rank counts (up to 64) it does admit."""
-    admissible = grids(P)
+    admissible = _admissible(grids, P)
     if not admissible:
         counts = [n for n in range(1, 65) if grids(n)]
         raise PlanError(
@@ -101,6 +102,13 @@ def check_grid(
             f"(for {P} ranks: {', '.join(map(_x, admissible))})"
         )
     return grid
+
+
+@functools.lru_cache(maxsize=256)
+def _admissible(grids: Callable[[int], list[tuple[int, ...]]], P: int) -> tuple:
+    """``grids(P)``, enumerated once: the grid functions walk every divisor of P, and the
+    planner makes a plan of each of hundreds of candidates."""
+    return tuple(grids(P))
 
 
 def _x(grid) -> str:

@@ -4,7 +4,9 @@ Every algorithm that admits P ranks is expanded into candidates: each grid (or T
 T10 rotating pace, SUMMA-family panel widths {default, default/2, default/4}, overlap on and off
 and, on a tree (``--topology``), each binding of the mesh onto the tree. Each candidate is priced
 with the cost model (rank 0's schedule, as `distmm predict` does), its memory per rank estimated
-(`distmm run`'s estimate) and its bytes moved per rank counted. The output is the ranked table,
+(`distmm run`'s estimate) and its bytes moved per rank counted. Candidates provably neither among
+the best ``max(--top, 15)`` nor on the Pareto front are left out, their loops stopped early
+(bench/model/search.py); ``--exhaustive`` prices every one in full. The output is the ranked table,
 the time/memory Pareto front, the fastest plan within ``--memory-per-rank`` and the command that
 runs it. Candidates are ranked by end-to-end time from the layouts the user names (``--layouts``,
 default ``block``; ``native`` ranks the kernels alone), with the words each moves per rank
@@ -99,6 +101,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run the top candidates under mpiexec and compare predicted with measured order",
     )
+    p.add_argument(
+        "--exhaustive",
+        action="store_true",
+        help="price every candidate in full (default: leave out those provably neither in the "
+        "table nor on the Pareto front, stopping their loops early)",
+    )
     p.add_argument("--repeat", type=positive, default=3, help="with --run: timed repetitions")
     p.add_argument(
         "--emulate",
@@ -121,6 +129,7 @@ def main(args) -> int:
         args.layouts = "block" if args.topology == "mesh" else "native"
     users = resolved_layouts(args, shape, P)
     top = args.top or (3 if args.run else 15)
+    keep = None if args.exhaustive else max(top, 15)
     started = time.perf_counter()
     cands = candidates(
         shape,
@@ -132,8 +141,7 @@ def main(args) -> int:
         args.links,
         users=users,
         relabel=not args.no_relabel,
-        need=max(top, 15),
-        budget=args.memory_per_rank,
+        keep=keep,
     )
     elapsed = time.perf_counter() - started
     if not cands:
@@ -169,6 +177,7 @@ def main(args) -> int:
             "layouts": label(users),
             "memory_per_rank": args.memory_per_rank,
             "planning_seconds": elapsed,
+            "pruned": cands.pruned,
             "candidates": [c.record(shape, P, args.dtype, args.topology) for c in cands],
             "pareto": [i for i, c in enumerate(cands) if c.pareto],
             "recommended": best.record(shape, P, args.dtype, args.topology),
@@ -191,16 +200,19 @@ def main(args) -> int:
         + (f", topology {args.topology}" if args.topology != "mesh" else "")
         + (f", budget {format_bytes(args.memory_per_rank)}/rank" if args.memory_per_rank else "")
     )
-    e2e = label(users) != "native"
+    pruned = (
+        f" ({cands.pruned} left out: provably neither in the best {keep} nor on the Pareto front)"
+        if cands.pruned
+        else ""
+    )
+    by = (
+        f"end-to-end time from layouts {label(users)}"
+        if label(users) != "native"
+        else "kernel time (native layouts)"
+    )
     print(
-        f"{len(cands)} candidates priced in {elapsed * 1e3:.0f} ms; the best "
-        f"{min(top, len(cands))} by predicted "
-        + (
-            f"end-to-end time from layouts {label(users)}"
-            if e2e
-            else "kernel time (native layouts)"
-        )
-        + " (* = on the time/memory Pareto front):"
+        f"{len(cands) + cands.pruned} candidates priced in {elapsed * 1e3:.0f} ms{pruned}; the "
+        f"best {min(top, len(cands))} by predicted {by} (* = on the time/memory Pareto front):"
     )
     print(candidate_table(cands[:top]))
     print(BOUND_NOTE)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -16,8 +17,8 @@ from algorithms.plan import PlanError
 
 from .errors import UsageError
 from .launch import Launcher, run_argv, shell_command
-from .model import Profile, predict, redistribution_seconds, schedule
-from .plan_ranking import rank_end_to_end, set_words
+from .model import Job, Profile, price, redistribution_seconds, search
+from .plan_ranking import Redistributions, set_words
 from .units import format_bytes
 
 
@@ -128,12 +129,14 @@ def candidates(
     algos=None,
     users: dict | None = None,
     relabel: bool = True,
-    need: int = 15,
-    budget: int | None = None,
-) -> list[Candidate]:
+    keep: int | None = None,
+) -> Ranking:
     """Every candidate plan, priced, ranked by predicted time, Pareto front marked. With
-    ``users`` (layouts.endpoints.user_layouts) not all native: ranked by end-to-end time, the
-    ``need`` best (and the best within ``budget``) priced exactly (bench/plan_ranking.py)."""
+    ``users`` (layouts.endpoints.user_layouts) not all native the time is end to end: the kernel
+    plus the redistributions from and to the user's layouts (bench/plan_ranking.py). With
+    ``keep``, only the ``keep`` fastest and the Pareto front are certain to be there (and are
+    exact): candidates provably in neither are left out, their loops stopped early
+    (bench/model/search.py); the Ranking's ``pruned`` counts them."""
     tree = links = None
     if topology != "mesh":
         from topology.links import LinkModel
@@ -153,7 +156,12 @@ def candidates(
         need_network(tree, links)
         rpn = cluster_ranks_per_node(tree, ranks_per_node)
     npdt = np.dtype(dtype)
-    out: list[Candidate] = []
+    moves = None
+    if users is not None and not all(u.native for u in users.values()):
+        moves = Redistributions(users, profile, npdt.itemsize, rpn, relabel)
+    cands: list[Candidate] = []
+    jobs: list[Job] = []
+    prices: dict = {}  # one price per distinct operation, shared by every candidate
     for algo in algos or ALGORITHMS:
         algorithm = get(algo)
         if not algorithm.grids(P):
@@ -173,23 +181,47 @@ def candidates(
 
                     binds = bindings(plan.mesh, tree)
                 for b in binds:
-                    events = schedule(algorithm, plan, 0, npdt, b, tree, cache=states)
-                    pred = predict(events, profile, dtype, rpn, links=links)
-                    out.append(
-                        Candidate(algo, opts, overlap, plan, b, pred.seconds, mem, pred.bytes_sent)
+                    cands.append(Candidate(algo, opts, overlap, plan, b, memory=mem))
+                    run = partial(
+                        price,
+                        algorithm,
+                        plan,
+                        profile,
+                        npdt,
+                        rpn,
+                        binding=b,
+                        tree=tree,
+                        links=links,
+                        cache=states,
+                        prices=prices,
                     )
-    for c in out:
-        c.kernel, c.words = c.seconds, c.bytes_sent // npdt.itemsize
+                    if moves is not None:
+                        extra = partial(moves.seconds, plan)
+                        bound = moves.lower_bound(plan)
+                        jobs.append(Job(run, mem, extra, bound))
+                    else:
+                        jobs.append(Job(run, mem))
+    out = Ranking()
+    for c, priced in zip(cands, search(jobs, keep), strict=True):
+        if priced is None:
+            out.pruned += 1
+            continue
+        pred = priced.prediction
+        c.kernel, c.seconds, c.bytes_sent = pred.seconds, priced.key, pred.bytes_sent
+        c.words = c.bytes_sent // npdt.itemsize
+        if moves is not None:
+            moves.describe(c)
+        out.append(c)
     set_words(out, shape, P, npdt.itemsize)
-    if users is not None and not all(u.native for u in users.values()):
-        specs = {n: u.spec for n, u in users.items()}
-        for c in out:
-            c.layouts, c.relabel = specs, relabel
-        out = rank_end_to_end(out, users, profile, dtype, rpn, relabel, need, budget)
-    else:
-        out.sort(key=lambda c: (c.seconds, c.memory))
+    out.sort(key=lambda c: (c.seconds, c.memory))
     mark_pareto(out)
     return out
+
+
+class Ranking(list):
+    """Candidates by predicted time; ``pruned`` counts those left out (see candidates)."""
+
+    pruned: int = 0
 
 
 def mark_pareto(cands: list[Candidate]) -> None:

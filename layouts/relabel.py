@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from topology.mesh import AbstractMesh
 
@@ -51,6 +50,10 @@ def relabel(volume: np.ndarray, needed: np.ndarray | None = None, itemsize: int 
     total = int((V.sum(axis=0) if needed is None else np.asarray(needed)).sum())
     P = V.shape[0]
     kept_identity = int(np.trace(V))
+    # imported here: scipy.optimize takes half a second to import, and `distmm plan` and
+    # `predict` import this module without relabelling anything
+    from scipy.optimize import linear_sum_assignment
+
     rows, cols = linear_sum_assignment(V, maximize=True)
     kept = int(V[rows, cols].sum())
     if kept <= kept_identity:

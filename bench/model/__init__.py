@@ -4,7 +4,9 @@
 communication layer (no MPI, no GEMMs) for one rank, so the events priced here are the ones the
 real run issues. :func:`predict` (walk.py) walks them with a calibrated :class:`Profile`
 (profile.py); collective costs follow MPICH's algorithms (topology/costs.py), scaled by a factor
-per collective that calibration measures. redistribution.py prices moving a tensor between two
+per collective that calibration measures. :func:`price` walks a schedule while the loop issues
+it, and :func:`search` (search.py) uses that to stop the loops of candidate plans that cannot
+change the planner's answer. redistribution.py prices moving a tensor between two
 layouts; stated.py holds the literature's closed forms for comparison. No MPI import here:
 predictions for thousands of ranks run anywhere.
 """
@@ -21,26 +23,31 @@ from .redistribution import (
     redistribution_seconds,
     transfer_seconds,
 )
-from .schedule import bytes_per_rank, schedule
+from .schedule import Pruned, bytes_per_rank, price, schedule
+from .search import Job, search
 from .stated import stated_cost
 from .walk import Prediction, communication_seconds, predict
 
 __all__ = [
     "EAGER_LIMIT",
+    "Job",
     "MovePrice",
     "Prediction",
     "Profile",
     "ProfileError",
+    "Pruned",
     "bytes_per_rank",
     "collective_seconds",
     "communication_seconds",
     "level_bytes",
     "predict",
+    "price",
     "move_seconds",
     "plan_moves",
     "price_moves",
     "redistribution_seconds",
     "schedule",
+    "search",
     "stated_cost",
     "transfer_seconds",
 ]

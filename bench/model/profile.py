@@ -7,6 +7,8 @@ rates are interpolated linearly in log(m), log(k), log(n) over the measured grid
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import math
 from dataclasses import dataclass, field
@@ -105,20 +107,36 @@ class Profile:
             memo[key] = 2.0 * m * k * n * self._per_flop(dtype, (m, k, n))
         return memo[key]
 
+    def least_seconds_per_flop(self, dtype: str) -> float:
+        """No GEMM of ``dtype`` is priced at less per flop: the interpolation is linear between
+        the measured rates and clamped at the grid's edges."""
+        memo = self.__dict__.setdefault("_least_memo", {})
+        if dtype not in memo:
+            memo[dtype] = min(sec / (2.0 * m * k * n) for m, k, n, sec in self._rows(dtype))
+        return memo[dtype]
+
     def _per_flop(self, dtype: str, mkn: tuple[int, int, int]) -> float:
         cache = self.__dict__.setdefault("_grids", {})
         if dtype not in cache:
-            cache[dtype] = _GemmRates.of(self.gemm.get(dtype) or self.gemm.get("float32"), dtype)
+            cache[dtype] = _GemmRates.of(self._rows(dtype), dtype)
         return cache[dtype].per_flop(mkn)
+
+    def _rows(self, dtype: str) -> list:
+        rows = self.gemm.get(dtype) or self.gemm.get("float32")
+        if not rows:
+            raise ProfileError(f"profile has no GEMM rates for {dtype}")
+        return rows
 
 
 @dataclass(frozen=True)
 class _GemmRates:
-    """Seconds per flop over a measured m x k x n grid, linear in the logs of the sizes."""
+    """Seconds per flop over a measured m x k x n grid, linear in the logs of the sizes (what
+    scipy's RegularGridInterpolator computes; written out: importing scipy.interpolate takes
+    most of a second, more than a whole `distmm plan`)."""
 
-    logs: tuple[np.ndarray, ...]  # log of each axis's measured sizes
+    logs: tuple[tuple[float, ...], ...]  # log of each axis's measured sizes
     varying: tuple[int, ...]  # the axes measured at more than one size
-    rates: object  # RegularGridInterpolator over the varying axes, or the one rate
+    table: np.ndarray  # seconds per flop over the varying axes (a 0-d array if none)
 
     @classmethod
     def of(cls, rows, dtype: str) -> _GemmRates:
@@ -132,28 +150,29 @@ class _GemmRates:
             raise ProfileError(
                 "profile's GEMM table is not a full m x k x n grid (re-run distmm calibrate)"
             )
-        logs = tuple(np.log(a) for a in axes)
+        logs = tuple(tuple(math.log(x) for x in a) for a in axes)
         # an axis measured at one size does not vary the rate: interpolate over the others
         varying = tuple(i for i, a in enumerate(axes) if len(a) > 1)
-        table = table.reshape([len(axes[i]) for i in varying])
-        if not varying:
-            return cls(logs, varying, float(table))
-        # imported here: scipy.interpolate takes most of a second to import, and every
-        # `distmm run` rank imports this module, most without pricing a GEMM
-        from scipy.interpolate import RegularGridInterpolator
-
-        rates = RegularGridInterpolator([logs[i] for i in varying], table)
-        return cls(logs, varying, rates)
+        return cls(logs, varying, table.reshape([len(axes[i]) for i in varying]))
 
     def per_flop(self, mkn: tuple[int, int, int]) -> float:
         if not self.varying:
-            return self.rates
-        # clamped to the grid's edges: no extrapolation beyond the measured sizes
-        point = [
-            min(max(math.log(max(mkn[i], 1)), self.logs[i][0]), self.logs[i][-1])
-            for i in self.varying
-        ]
-        return float(self.rates([point])[0])
+            return float(self.table)
+        cell, weights = [], []
+        for i in self.varying:
+            grid = self.logs[i]
+            # clamped to the grid's edges: no extrapolation beyond the measured sizes
+            x = min(max(math.log(max(mkn[i], 1)), grid[0]), grid[-1])
+            j = min(max(bisect.bisect_left(grid, x) - 1, 0), len(grid) - 2)
+            cell.append(j)
+            weights.append((x - grid[j]) / (grid[j + 1] - grid[j]))
+        out = 0.0
+        for corner in itertools.product((0, 1), repeat=len(cell)):
+            w = 1.0
+            for c, t in zip(corner, weights, strict=True):
+                w *= t if c else 1.0 - t
+            out += w * float(self.table[tuple(j + c for j, c in zip(cell, corner, strict=True))])
+        return out
 
 
 __all__ = ["Profile", "ProfileError"]

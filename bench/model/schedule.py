@@ -2,16 +2,23 @@
 own ``multiply`` loop on a communication layer that records and moves nothing (no MPI, no
 GEMMs), over placeholder blocks (algorithms/symbolic.py): no buffer of the real size is made, so
 the cost does not grow with the matrices. `distmm run` (its byte check), `distmm predict` and
-`distmm plan` all price this.
+`distmm plan` all price this; :func:`price` walks it while the loop issues it, so a search can
+stop a loop whose time already loses (bench/model/search.py).
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from algorithms.comm import Comm
 from algorithms.events import Event
 from algorithms.symbolic import placeholder
+
+from .profile import Profile
+from .walk import Prediction, Stop, Walk
 
 
 def schedule(
@@ -32,6 +39,78 @@ def schedule(
     does not depend on overlap, and a symbolic multiply only reads shapes, so plans that differ
     in overlap alone share them.
     """
+    comm, prepared = _symbolic(algorithm, plan, rank, dtype, binding, tree, cache)
+    comm.reset()
+    algorithm.multiply(plan, comm, prepared)
+    return comm.events
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """A pricing stopped before the loop ended: the prediction is at least ``at_least``."""
+
+    at_least: float
+    events: int  # walked before it stopped
+    by_limit: bool  # stopped because at_least passed the limit (else: the event budget ran out)
+
+
+def price(
+    algorithm,
+    plan,
+    profile: Profile,
+    dtype,
+    ranks_per_node: int,
+    *,
+    rank: int = 0,
+    binding=None,
+    tree=None,
+    links=None,
+    limit: float = math.inf,
+    max_events: float = math.inf,
+    cache: dict | None = None,
+    prices: dict | None = None,
+) -> Prediction | Pruned:
+    """``predict(schedule(...))``, walked while the loop issues it: the same events, the same
+    prediction, but the loop stops (:class:`Pruned`) as soon as the prediction is certain to
+    exceed ``limit`` or ``max_events`` have been walked. ``cache`` is :func:`schedule`'s;
+    ``prices`` a dict shared by the calls with the same profile, dtype, ranks per node and links
+    (bench/model/walk.py).
+
+    Certain to exceed: the walk's time so far plus the GEMMs still to come, priced at the
+    profile's cheapest rate per flop; every rank computes at least its share ``plan.flops / P``
+    of the product (with padding, more; tests/test_plan_speed.py holds this for every algorithm).
+    """
+    name = np.dtype(dtype).name
+    slow = profile.slowdown(ranks_per_node)
+    walk = Walk(
+        profile,
+        name,
+        ranks_per_node,
+        links,
+        prices,
+        limit=limit,
+        share=plan.flops / plan.P,
+        # a hair under the cheapest rate: interpolation may round a rate a few ulps below it
+        per_flop=profile.least_seconds_per_flop(name) * slow * (1 - 1e-9),
+        max_events=max_events,
+    )
+    if walk.bound() > limit:  # its GEMMs alone lose: no loop to run
+        return Pruned(walk.bound(), 0, True)
+    comm, prepared = _symbolic(algorithm, plan, rank, dtype, binding, tree, cache)
+    comm.reset()
+    comm.observer = walk.push
+    try:
+        algorithm.multiply(plan, comm, prepared)
+    except Stop:
+        return Pruned(walk.bound(), len(walk.kinds), walk.by_limit)
+    finally:
+        comm.observer = None
+        comm.reset()  # the events are walked: do not keep them alive in the cache
+    return walk.prediction()
+
+
+def _symbolic(algorithm, plan, rank, dtype, binding, tree, cache):
+    """(symbolic Comm, prepared state) of ``plan`` at ``rank``, from ``cache`` if there."""
     key = (
         str(plan.A),
         str(plan.B),
@@ -43,7 +122,8 @@ def schedule(
         np.dtype(dtype).str,
         str(tree),
     )
-    if cache is None or key not in cache:
+    state = None if cache is None else cache.get(key)
+    if state is None:
         view = plan.mesh.at(rank, binding, tree)
         a = placeholder(plan.A.block_shape, dtype)
         b = placeholder(plan.B.block_shape, dtype)
@@ -53,12 +133,7 @@ def schedule(
         )
         if cache is not None:
             cache[key] = state
-    else:
-        state = cache[key]
-    comm, prepared = state
-    comm.reset()
-    algorithm.multiply(plan, comm, prepared)
-    return comm.events
+    return state
 
 
 def bytes_per_rank(algorithm, plan, dtype="float32") -> list[int]:
@@ -67,4 +142,4 @@ def bytes_per_rank(algorithm, plan, dtype="float32") -> list[int]:
     return [sum(e.sent for e in schedule(algorithm, plan, r, dtype)) for r in range(plan.P)]
 
 
-__all__ = ["bytes_per_rank", "schedule"]
+__all__ = ["Pruned", "bytes_per_rank", "price", "schedule"]

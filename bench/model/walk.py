@@ -9,10 +9,11 @@ computation (there is no idle core to progress them on).
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from algorithms.events import Event, level_bytes
+from algorithms.events import Event
 
 from .profile import Profile
 
@@ -49,40 +50,111 @@ def predict(
     not slowed by oversubscription: it models the tree's links (or their emulation, which
     sleeps and so overlaps computation even with more ranks than cores). A level the link model
     leaves out (a cluster's ``local`` under a network preset) is priced by the profile."""
-    slow = profile.slowdown(ranks_per_node)
-    overlap = slow <= 1.0
-    t = channel = 0.0
-    done: dict[int, float] = {}
-    phases: dict[str, float] = defaultdict(float)
-    prices: dict = {}  # one price per distinct operation: schedules repeat a few many times
-    flops = sent = messages = 0
-    for i, e in enumerate(events):
+    walk = Walk(profile, dtype, ranks_per_node, links)
+    push = walk.push
+    for e in events:
+        push(e)
+    return walk.prediction()
+
+
+class Stop(Exception):
+    """Raised by :meth:`Walk.push` once the walk has gone far enough (see :class:`Walk`)."""
+
+
+class Walk:
+    """:func:`predict` one event at a time, as the schedule is issued.
+
+    ``t`` (the rank's time so far) never decreases, nor does :meth:`bound`, the time so far
+    plus the GEMMs still to come: at least ``share`` flops in all at ``per_flop`` seconds each.
+    Once the bound passes ``limit`` (``by_limit``), or ``max_events`` have been walked,
+    :meth:`push` raises :class:`Stop`: a search stops the loop there (bench/model/search.py).
+
+    ``prices`` may be shared by walks with the same profile, dtype, ranks per node and links:
+    an operation's price depends on nothing else."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        dtype: str,
+        ranks_per_node: int,
+        links=None,
+        prices=None,
+        *,
+        limit: float = math.inf,
+        share: float = 0.0,
+        per_flop: float = 0.0,
+        max_events: float = math.inf,
+    ):
+        self.profile, self.dtype, self.links = profile, dtype, links
+        self.slow = profile.slowdown(ranks_per_node)
+        self.overlap = self.slow <= 1.0
+        self.t = self.channel = 0.0
+        self.done: dict[int, float] = {}
+        self.kinds: list[str] = []  # of every event so far, by index (what a wait names)
+        self.phases: dict[str, float] = defaultdict(float)
+        # one price per distinct operation: schedules repeat a few many times
+        self.prices: dict = {} if prices is None else prices
+        self.flops = self.sent = self.messages = 0
+        self.level_bytes: dict[str, int] = defaultdict(int)
+        self.limit, self.share, self.per_flop = limit, share, per_flop
+        self.max_events = max_events
+        self.by_limit = False
+
+    def bound(self) -> float:
+        """The prediction is at least this (given the ``share`` and ``per_flop`` promised)."""
+        return self.t + max(self.share - self.flops, 0) * self.per_flop
+
+    def push(self, e: Event) -> None:
+        kinds = self.kinds
+        i = len(kinds)
         kind = e.kind
-        flops += e.flops
-        sent += e.sent
-        messages += e.messages
-        if kind == "wait":
-            end = max(done.get(j, t) for j in e.waits)
+        kinds.append(kind)
+        t = self.t
+        if kind == "wait":  # moves nothing, counts nothing
+            done, waits = self.done, e.waits
+            end = done.get(waits[0], t) if len(waits) == 1 else max(done.get(j, t) for j in waits)
             if end > t:
-                phases[events[e.waits[0]].kind] += end - t
-                t = end
-            continue
-        key = (kind, e.shape, e.nbytes, e.group, e.phase_level)
-        price = prices.get(key)
-        if price is None:
-            price = prices[key] = _price(e, profile, dtype, slow, overlap, links)
-        d, hides = price
-        if kind == "gemm" or kind == "copy":
-            t += d
-            phases[kind] += d
-        elif e.overlapped and hides:
-            start = max(t, channel)
-            channel = done[i] = start + d
+                self.phases[kinds[waits[0]]] += end - t
+                self.t = end
         else:
-            start = max(t, channel)
-            phases[kind] += start + d - t
-            t = channel = done[i] = start + d
-    return Prediction(t, dict(phases), flops, sent, messages, slow, level_bytes(events))
+            self.flops += e.flops
+            self.sent += e.sent
+            self.messages += e.messages
+            for lv, n in e.level_bytes:
+                self.level_bytes[lv] += n
+            key = (kind, e.shape, e.nbytes, e.group, e.phase_level)
+            price = self.prices.get(key)
+            if price is None:
+                price = self.prices[key] = _price(
+                    e, self.profile, self.dtype, self.slow, self.overlap, self.links
+                )
+            d, hides = price
+            if kind == "gemm" or kind == "copy":
+                self.t = t + d
+                self.phases[kind] += d
+            elif e.overlapped and hides:
+                start = max(t, self.channel)
+                self.channel = self.done[i] = start + d
+            else:
+                start = max(t, self.channel)
+                self.phases[kind] += start + d - t
+                self.t = self.channel = self.done[i] = start + d
+        if self.t != t and self.t + max(self.share - self.flops, 0) * self.per_flop > self.limit:
+            self.by_limit = True  # (the bound, inlined: this runs once per event)
+            raise Stop
+        if i >= self.max_events - 1:
+            raise Stop
+
+    def prediction(self) -> Prediction:
+        return Prediction(
+            self.t,
+            dict(self.phases),
+            self.flops,
+            self.sent,
+            self.messages,
+            self.slow,
+            dict(self.level_bytes),
+        )
 
 
 def communication_seconds(
@@ -109,4 +181,4 @@ def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, l
     return profile.collective(e.kind, e.nbytes, e.group) * slow, overlap
 
 
-__all__ = ["Prediction", "communication_seconds", "predict"]
+__all__ = ["Prediction", "Stop", "Walk", "communication_seconds", "predict"]

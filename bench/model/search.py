@@ -1,0 +1,90 @@
+"""Best-first search over candidate plans: price only what can change the answer.
+
+The planner needs, exactly, the ``keep`` fastest candidates by key and the key/memory Pareto
+front (the fastest plan within any memory budget is on it). A candidate's key is its kernel's
+predicted seconds plus an ``extra`` time (a redistribution from the user's layouts, say; 0 for
+native layouts), and both parts have cheap lower bounds: the kernel's walk (bench/model/walk.py)
+bounds it by the time walked so far plus the GEMMs still to come, and ``extra_bound`` bounds the
+extra. Candidates sit in a heap by their lower bound; the smallest is refined (its kernel walked
+further, eight times further each time from a 16-event probe, else its extra priced) until it is
+exact, and an exact candidate popped is certainly the next best (every other key is at least its
+bound). After ``keep`` of them, only candidates needing less memory than every one popped can
+still be on the Pareto front; the rest are left out, their loops never walked to the end.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .schedule import Pruned
+from .walk import Prediction
+
+PROBE_EVENTS = 16  # events each candidate is first walked for
+GROWTH = 8  # each later round walks the candidates still open this many times further
+
+
+@dataclass(frozen=True)
+class Job:
+    """One candidate: ``price(max_events=...)`` returns a Prediction or a Pruned
+    (bench.model.schedule.price with everything else bound); ``extra()`` the exact extra time
+    (None: 0), at least ``extra_bound``."""
+
+    price: Callable[..., Prediction | Pruned]
+    memory: int
+    extra: Callable[[], float] | None = None
+    extra_bound: float = 0.0
+
+
+@dataclass(frozen=True)
+class Priced:
+    """A candidate priced exactly: its kernel's prediction and its extra time."""
+
+    prediction: Prediction
+    extra: float = 0.0
+
+    @property
+    def key(self) -> float:
+        return self.prediction.seconds + self.extra
+
+
+def search(jobs: Sequence[Job], keep: int | None) -> list[Priced | None]:
+    """Each job priced, or None where it provably is neither among the ``keep`` smallest keys
+    nor on the key/memory Pareto front. ``keep`` None: price every job in full."""
+    if keep is None:
+        return [Priced(j.price(), j.extra() if j.extra else 0.0) for j in jobs]
+    out: list[Priced | None] = [None] * len(jobs)
+    kernel: list[Prediction | None] = [None] * len(jobs)
+    extra: list[float | None] = [None if j.extra else 0.0 for j in jobs]
+    budget = [PROBE_EVENTS] * len(jobs)
+    heap = [(j.extra_bound, j.memory, i) for i, j in enumerate(jobs)]
+    heapq.heapify(heap)
+    done, least, kth = 0, math.inf, math.inf  # exact ones popped, their least memory, key
+    while heap:
+        bound, memory, i = heapq.heappop(heap)
+        if done >= max(keep, 1) and memory >= least and bound > kth:
+            continue  # slower than `keep` others (ties kept) and than one needing no more memory
+        job = jobs[i]
+        if kernel[i] is None:
+            r = job.price(max_events=budget[i])
+            if isinstance(r, Prediction):
+                kernel[i] = r
+                bound = r.seconds + (job.extra_bound if extra[i] is None else extra[i])
+            else:
+                budget[i] *= GROWTH
+                bound = r.at_least + job.extra_bound
+            heapq.heappush(heap, (bound, memory, i))
+        elif extra[i] is None:
+            extra[i] = job.extra()
+            heapq.heappush(heap, (kernel[i].seconds + extra[i], memory, i))
+        else:
+            out[i] = Priced(kernel[i], extra[i])
+            done, least = done + 1, min(least, memory)
+            if done == max(keep, 1):
+                kth = bound
+    return out
+
+
+__all__ = ["Job", "PROBE_EVENTS", "Priced", "search"]

@@ -1,0 +1,91 @@
+"""How fast `distmm plan` answers (issue 13, point 7): wall time and peak RSS of one plan per
+(shape, P), each in a fresh process, with the planner's own pricing time from its JSON.
+
+    .venv/bin/python scripts/plan_speed.py [--profile results/profile.json] [--P 64,512]
+        [--shapes 8192,8192,8192] [--limit-gib 8]
+
+Without --profile it uses the tests' profile with round numbers (what the planner costs does not
+depend much on the figures). Wall time counts the whole command: start-up, imports, pricing and
+printing; CPU time (user + system) is the figure other jobs on the machine inflate least.
+"""
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from model_scaling import PROFILE  # noqa: E402
+
+RANKS = (64, 512, 4096, 8192)
+SHAPES = ("8192,8192,8192", "65536,65536,65536")
+
+
+def plan(shape: str, P: int, profile: str, limit: int) -> dict:
+    """Wall seconds, peak RSS bytes, the planner's record (or None) and a status line."""
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    argv = ["plan", "--shape", shape, "--P", str(P), "--profile", profile, "--json"]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(
+            [sys.executable, "-m", "bench.cli", *argv],
+            cwd=ROOT,
+            stdout=out,
+            stderr=err,
+            preexec_fn=cap,
+        )
+        _, code, usage = os.wait4(child.pid, 0)  # this child's own rusage
+        wall = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        text, lines = out.read().decode(), err.read().decode(errors="replace").splitlines()
+    ok = os.waitstatus_to_exitcode(code) == 0
+    return {
+        "wall": wall,
+        "cpu": usage.ru_utime + usage.ru_stime,  # less inflated than wall by other jobs
+        "rss": usage.ru_maxrss * 1024,  # KiB on Linux
+        "record": json.loads(text) if ok else None,
+        "status": "ok" if ok else (lines or ["failed"])[-1],
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", help="machine profile (default: round numbers)")
+    ap.add_argument("--P", default=",".join(map(str, RANKS)), help="rank counts (comma list)")
+    ap.add_argument("--shapes", default=";".join(SHAPES), help="M,K,N;M,K,N;...")
+    ap.add_argument("--limit-gib", type=float, default=8.0, help="address-space cap per run")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        profile = args.profile
+        if profile is None:
+            profile = str(Path(tmp) / "profile.json")
+            Path(profile).write_text(json.dumps(PROFILE))
+        head = f"{'shape':<20}{'P':>6}{'wall [s]':>10}{'CPU [s]':>9}{'pricing [s]':>13}"
+        print(f"{head}{'priced':>8}{'pruned':>8}{'peak RSS':>11}  best")
+        for shape in args.shapes.split(";"):
+            for P in map(int, args.P.split(",")):
+                r = plan(shape, P, profile, int(args.limit_gib * 2**30))
+                rec = r["record"] or {}
+                best = rec.get("recommended", {})
+                priced = len(rec.get("candidates", []))
+                what = f"{best.get('algo')} {best.get('grid')}" if rec else r["status"][:60]
+                print(
+                    f"{shape:<20}{P:>6}{r['wall']:>10.2f}{r['cpu']:>9.2f}"
+                    f"{rec.get('planning_seconds', float('nan')):>13.3f}{priced:>8}"
+                    f"{rec.get('pruned', 0):>8}{r['rss'] / 2**20:>8.0f} MiB  {what}"
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
