@@ -21,12 +21,12 @@ from pathlib import Path
 
 from layouts.endpoints import NATIVE
 
+from .record import row_samples
 from .stats import can_be_significant, median_ci, ratio_ci, significant
 
 KEY_COLUMNS = ("algo", "P", "M", "K", "N", "dtype", "topology", "grid", "params", "layouts_in")
 REQUIRED_COLUMNS = ("status", "algo", "P", "M", "K", "N")
 SAMPLES_COLUMN = "samples"
-FALLBACK_COLUMNS = ("seconds_min", "seconds", "seconds_max")
 
 FASTER, SLOWER, SAME = "faster", "slower", "no significant difference"
 ONLY_OLD, ONLY_NEW = "only in old", "only in new"
@@ -106,26 +106,11 @@ def config_label(config: tuple[str, ...]) -> str:
 
 
 def _row_samples(row: dict, where: str) -> tuple[list[float], bool]:
-    """(samples, fell back to the three summary times)."""
-    text = (row.get(SAMPLES_COLUMN) or "").strip()
-    if text:
-        try:
-            values = json.loads(text)
-            samples = [float(v) for v in values] if isinstance(values, list) else []
-        except (ValueError, TypeError):
-            samples = []
-        if not samples or not all(math.isfinite(v) and v > 0 for v in samples):
-            raise TableError(f"{where}: samples is not a JSON list of positive seconds")
-        return samples, False
+    """(samples, fell back to the three summary times) by the results schema's one reader."""
     try:
-        samples = [float(row[c]) for c in FALLBACK_COLUMNS if (row.get(c) or "").strip()]
-    except ValueError:
-        raise TableError(f"{where}: a seconds column is not a number") from None
-    if not samples:
-        raise TableError(f"{where}: an ok row without samples or seconds")
-    if not all(math.isfinite(v) and v > 0 for v in samples):
-        raise TableError(f"{where}: seconds must be positive numbers")
-    return samples, True
+        return row_samples(row)
+    except ValueError as err:
+        raise TableError(f"{where}: {err}") from None
 
 
 def read_table(path: str | Path) -> Table:

@@ -9,6 +9,7 @@ import datetime as dt
 import io
 import itertools
 import json
+import math
 from pathlib import Path
 
 from layouts.endpoints import NATIVE
@@ -117,6 +118,40 @@ def _end_to_end(result: dict) -> dict:
             "predicted_multiply_seconds", result.get("predicted_seconds")
         ),
     }
+
+
+FALLBACK_COLUMNS = ("seconds_min", "seconds", "seconds_max")
+
+
+def row_samples(row) -> tuple[list[float], bool]:
+    """A results row's timed repetitions (its ``samples`` cell, a JSON list), and whether they
+    are instead the [seconds_min, seconds, seconds_max] that tables written before every sample
+    was kept hold. ``row`` is a dict of cells or a pandas row (missing cells: "" or NaN).
+    Raises ValueError naming what is wrong (not a list of positive seconds, no times at all)."""
+
+    def cell(name):
+        v = row.get(name)
+        return "" if v is None or (isinstance(v, float) and not math.isfinite(v)) else str(v)
+
+    text = cell("samples").strip()
+    if text:
+        try:
+            values = json.loads(text)
+            samples = [float(v) for v in values] if isinstance(values, list) else []
+        except (ValueError, TypeError):
+            samples = []
+        if not samples or not all(math.isfinite(v) and v > 0 for v in samples):
+            raise ValueError("samples is not a JSON list of positive seconds")
+        return samples, False
+    try:
+        samples = [float(cell(c)) for c in FALLBACK_COLUMNS if cell(c).strip()]
+    except ValueError:
+        raise ValueError("a seconds column is not a number") from None
+    if not samples:
+        raise ValueError("a row without samples or seconds")
+    if not all(math.isfinite(v) and v > 0 for v in samples):
+        raise ValueError("seconds must be positive numbers")
+    return samples, True
 
 
 def read_table(path: Path) -> list[dict]:

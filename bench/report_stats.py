@@ -4,12 +4,12 @@ runner-up, and the cores the ranks really had (for efficiencies)."""
 
 from __future__ import annotations
 
-import json
 import math
 
 from layouts.endpoints import NATIVE
 
 from . import stats
+from .record import row_samples
 
 
 def _number(v) -> float | None:
@@ -21,18 +21,13 @@ def _number(v) -> float | None:
 
 
 def samples(row) -> list[float]:
-    """A row's timed repetitions: its ``samples`` column (a JSON list), or for a table without
-    it the [seconds_min, seconds, seconds_max] it kept."""
-    text = row.get("samples")
-    if isinstance(text, str) and text.strip().startswith("["):
-        try:
-            got = [x for x in map(_number, json.loads(text)) if x is not None]
-        except (ValueError, TypeError):
-            got = []
-        if got:
-            return got
-    keep = [_number(row.get(c)) for c in ("seconds_min", "seconds", "seconds_max")]
-    return [x for x in keep if x is not None]
+    """A row's timed repetitions: its ``samples`` column, or for a table without it the
+    [seconds_min, seconds, seconds_max] it kept (bench.record.row_samples; a row with neither,
+    or a malformed cell, has none)."""
+    try:
+        return row_samples(row)[0]
+    except ValueError:
+        return []
 
 
 def has_samples(row) -> bool:

@@ -89,7 +89,10 @@ def tree_setup(args, plan, links_spec=None):
             )
         return None, None, None
     if tree.size != plan.P:
-        raise MeshError(f"topology {args.topology} has {tree.size} ranks but the plan has {plan.P}")
+        units = "ranks" if args.topology.startswith("cluster") else "PEs"
+        raise MeshError(
+            f"topology {args.topology} has {tree.size} {units} but the plan has {plan.P} ranks"
+        )
     valid = bindings(plan.mesh, tree)
     if not valid:
         raise MeshError(f"{plan.algo}'s mesh {plan.mesh} cannot be bound onto tree {tree}")

@@ -19,7 +19,14 @@ def _run_args(*argv: str):
 
 
 def test_emulate_links_alone_takes_the_default_preset():
-    assert _run_args("--topology", "mncore", "--emulate-links").emulate_links == "mncore-emu"
+    from algorithms import get
+    from bench.runner import tree_setup
+
+    plan = get("summa").plan((16, 16, 16), 16)
+    for topology, preset in (("mncore:2,2,2,2", "mncore-emu"), ("cluster:4,4", "1gbe")):
+        args = _run_args("--topology", topology, "--emulate-links")
+        assert args.emulate_links == "default"
+        assert tree_setup(args, plan, args.emulate_links)[2].name == preset
     assert _run_args("--emulate-links", "flat").emulate_links == "flat"
     assert _run_args("--emulate-links=links.json").emulate_links == "links.json"
     assert _run_args().emulate_links is None
