@@ -29,6 +29,7 @@ from .comparison import (
     Table,
     TableError,
     compare,
+    drift,
     plot_changes,
     read_table,
     slower_above,
@@ -61,6 +62,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="PCT",
         help="smallest change reported as faster or slower, in percent of the old median "
         "(default 5: load drifts that much between sweeps on a shared machine)",
+    )
+    p.add_argument(
+        "--relative",
+        action="store_true",
+        help="test each configuration against the tables' common drift (NEW divided by the "
+        "median ratio of medians) rather than against 1: for sweeps run at different times on "
+        "a shared machine; it cannot see a change that slows everything alike",
     )
     p.add_argument("--plot", metavar="FILE.png", help="draw the ratios with their intervals")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
@@ -129,8 +137,8 @@ def _warnings(old: Table, new: Table) -> list[str]:
         out.append(f"{' and '.join(fell_back)} {verb} no per-repetition samples (no samples "
                    "column): using seconds_min, seconds, seconds_max as three samples")  # fmt: skip
     if pooled := [t.path for t in (old, new) if t.pooled]:
-        out.append(f"several ok rows of one configuration in {' and '.join(pooled)}: their "
-                   "samples are pooled")  # fmt: skip
+        out.append(f"several ok rows (jobs) of one configuration in {' and '.join(pooled)}: "
+                   "each job's median is one sample")  # fmt: skip
     return out
 
 
@@ -142,7 +150,7 @@ def main(args) -> int:
     old, new = _load(args.old), _load(args.new)
     if args.min_effect < 0:
         raise UsageError(f"--min-effect must be a percentage >= 0, not {args.min_effect:g}")
-    changes = compare(old, new, args.alpha, CONFIDENCE, args.min_effect / 100)
+    changes = compare(old, new, args.alpha, CONFIDENCE, args.min_effect / 100, args.relative)
     summary = summarize(changes)
     if summary["in_both"] == 0:
         raise UsageError(f"no configuration with an ok row in both {args.old} and {args.new}")
@@ -162,6 +170,8 @@ def main(args) -> int:
         print(f"# distmm compare: old {old.path}, new {new.path}")
         print(_table(changes))
         print(_summary_line(summary, args.alpha))
+        if args.relative:
+            print(f"relative: new divided by the common drift {drift(old, new):.3f}")
         if note:
             print(f"note: {note}")
     if args.plot:

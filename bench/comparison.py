@@ -5,9 +5,10 @@ repetition of a run as a JSON list of seconds (``[0.0123, 0.0119, ...]``); a tab
 a row with the cell empty) falls back to ``seconds_min``, ``seconds`` and ``seconds_max`` as three
 samples, which no rank test can find significant (see :mod:`bench.stats`). Only rows with status
 ``ok`` count. Rows are matched on :data:`KEY_COLUMNS` (a run from the user's layouts is another
-configuration than the same run from native ones; its samples are end to end); several ok rows
-of one configuration in one table (e.g. two sweeps appended to one file) have their samples
-pooled.
+configuration than the same run from native ones; its samples are end to end). Several ok rows
+of one configuration in one table (a sweep's ``jobs``, or sweeps appended to one file) count as
+independent jobs: the test sets the jobs' medians against each other, since repetitions inside
+one job share its placement on the cores and differ less than jobs do.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import csv
 import json
 import math
 import os
+import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -42,7 +44,7 @@ class Table:
     path: str
     samples: dict[tuple[str, ...], tuple[float, ...]]  # ok rows' samples by configuration
     fallback: int  # configurations whose samples are seconds_min, seconds, seconds_max
-    pooled: int  # configurations with more than one ok row
+    pooled: int  # configurations with more than one ok row (jobs): their samples are job medians
 
 
 @dataclass(frozen=True)
@@ -132,24 +134,30 @@ def read_table(path: str | Path) -> Table:
         raise TableError(f"{path} is a directory, not a results table") from None
     except (UnicodeDecodeError, csv.Error) as err:
         raise TableError(f"{path} is not a results table ({err})") from None
-    samples: dict[tuple[str, ...], list[float]] = {}
+    jobs: dict[tuple[str, ...], list[list[float]]] = {}
     fallback: set[tuple[str, ...]] = set()
-    rows_per: dict[tuple[str, ...], int] = {}
     for line, row in enumerate(rows, start=2):
         if (row.get("status") or "").strip() != "ok":
             continue
         config = tuple(_normal(c, row.get(c)) for c in KEY_COLUMNS)
         values, fell_back = _row_samples(row, f"{path} line {line}")
-        samples.setdefault(config, []).extend(values)
-        rows_per[config] = rows_per.get(config, 0) + 1
+        jobs.setdefault(config, []).append(values)
         if fell_back:
             fallback.add(config)
     return Table(
         path=str(path),
-        samples={k: tuple(v) for k, v in samples.items()},
+        samples={k: _job_samples(v) for k, v in jobs.items()},
         fallback=len(fallback),
-        pooled=sum(1 for n in rows_per.values() if n > 1),
+        pooled=sum(1 for v in jobs.values() if len(v) > 1),
     )
+
+
+def _job_samples(jobs: list[list[float]]) -> tuple[float, ...]:
+    """One job's repetitions, or with several jobs (rows) each job's median: repetitions in
+    one job share its placement on the cores and are not independent, jobs are."""
+    if len(jobs) == 1:
+        return tuple(jobs[0])
+    return tuple(statistics.median(v) for v in jobs)
 
 
 def compare_samples(
@@ -190,16 +198,43 @@ def compare_samples(
 
 
 def compare(
-    old: Table, new: Table, alpha: float = 0.05, confidence: float = 0.95, min_effect: float = 0.0
+    old: Table,
+    new: Table,
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    min_effect: float = 0.0,
+    relative: bool = False,
 ) -> list[Change]:
-    """Every configuration of either table: OLD's order first, then those only in NEW."""
+    """Every configuration of either table: OLD's order first, then those only in NEW.
+
+    ``relative``: NEW's samples are first divided by the median over the configurations in
+    both of the ratio of medians (:func:`drift`), so a change is one relative to the rest of
+    the table. Two sweeps run at different times on a shared machine can differ by several
+    percent everywhere; this tests each configuration against that common drift (and so
+    cannot see a change that slows every configuration alike)."""
     configs = list(old.samples) + [c for c in new.samples if c not in old.samples]
+    scale = drift(old, new) if relative else 1.0
     return [
         compare_samples(
-            c, old.samples.get(c, ()), new.samples.get(c, ()), alpha, confidence, min_effect
+            c,
+            old.samples.get(c, ()),
+            tuple(x / scale for x in new.samples.get(c, ())),
+            alpha,
+            confidence,
+            min_effect,
         )
         for c in configs
     ]
+
+
+def drift(old: Table, new: Table) -> float:
+    """The median over configurations in both tables of median(new) / median(old) (1 if none)."""
+    ratios = [
+        statistics.median(new.samples[c]) / statistics.median(v)
+        for c, v in old.samples.items()
+        if new.samples.get(c)
+    ]
+    return statistics.median(ratios) if ratios else 1.0
 
 
 def summarize(changes: list[Change]) -> dict:

@@ -52,6 +52,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "'native;block;block-cyclic:64' (default native)",
     )
     p.add_argument("--repeat", type=positive, help="timed repetitions per run (default 3)")
+    p.add_argument(
+        "--jobs",
+        type=positive,
+        help="separate jobs per configuration, run in rounds (default 1; compare tests the "
+        "jobs' medians: use 5 or more to tell changes apart)",
+    )
     p.add_argument("--warmup", type=nonnegative, help="untimed warm-ups per run (default 1)")
     p.add_argument("--trace", action="store_true", default=None, help="trace every run")
     p.add_argument("--profile", help="machine profile: add the model's prediction to each row")

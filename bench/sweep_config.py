@@ -11,6 +11,7 @@ to. A sweep is a TOML file (see ``scripts/*.toml``) or command-line flags, or bo
                                            # native (default), rows, cols, block,
                                            # block-cyclic:NB or LAYOUT@MESH
     repeat = 3
+    jobs = 1                               # separate mpiexec jobs per configuration (rounds)
     warmup = 1
     trace = false                          # --trace into results/<name>-traces/<run>/
     profile = "results/profile.json"       # or: calibrate = true (calibrate once, first)
@@ -26,6 +27,12 @@ Every layout but ``native`` times the redistribution of A and B in and of C out 
 multiplication (the row's ``seconds`` are end to end, ``multiply_seconds`` the kernel's). The
 layouts are checked for every shape and rank count before any run; a tree ``topology`` takes
 native layouts only (as `distmm run` does).
+
+``jobs`` > 1 runs every configuration in that many separate jobs, in rounds (each round runs
+every configuration once), so that a slow drift of the machine touches every configuration
+alike. Repetitions within one job share its process placement and memory layout and are not
+independent of each other; jobs are (pyperf spawns worker processes for the same reason).
+`distmm compare` tests the jobs' medians against each other where a configuration has several.
 
 Weak scaling keeps the work per rank constant: at P ranks every dimension of ``base`` is scaled
 by (P / ranks)^(1/3), so M K N / P stays what it was at ``ranks`` (``per = "memory"`` scales by
@@ -79,6 +86,7 @@ _KEYS = {
         'a non-empty list of layout names ("native", "block", "block-cyclic:64", ...)',
     ),
     "repeat": (lambda v: _int(v) and v >= 1, "a positive integer"),
+    "jobs": (lambda v: _int(v) and v >= 1, "a positive integer"),
     "warmup": (lambda v: _int(v) and v >= 0, "a non-negative integer"),
     "topology": (lambda v: isinstance(v, str) and v, "a topology string"),
     "trace": (lambda v: isinstance(v, bool), "true or false"),
@@ -214,6 +222,7 @@ def configure(args) -> dict:
         raise UsageError(f"--timeout {args.timeout}: too small")
     for key in (
         "repeat",
+        "jobs",
         "warmup",
         "timeout",
         "trace",
@@ -226,7 +235,7 @@ def configure(args) -> dict:
         "ranks_per_node",
         "pin",
     ):
-        if getattr(args, key) is not None:
+        if getattr(args, key, None) is not None:
             cfg[key] = getattr(args, key)
     if "ranks" not in cfg:
         raise UsageError("no rank counts: give ranks in the TOML file or --ranks")
@@ -238,6 +247,7 @@ def configure(args) -> dict:
     cfg.setdefault("algorithms", list(ALGORITHMS))
     cfg.setdefault("dtypes", ["float32"])
     cfg.setdefault("repeat", 3)
+    cfg.setdefault("jobs", 1)
     cfg.setdefault("warmup", 1)
     cfg.setdefault("trace", False)
     cfg.setdefault("timeout", 600)
@@ -283,6 +293,8 @@ def run_key(point: dict) -> str:
     fields = {k: point[k] for k in KEY_FIELDS}
     if point.get("layouts_in", NATIVE) != NATIVE:
         fields["layouts_in"] = point["layouts_in"]
+    if point.get("job", 0):  # the first job keeps the key of a sweep with one job per point
+        fields["job"] = point["job"]
     return hashlib.sha1(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -296,8 +308,16 @@ def shapes_at(cfg: dict, P: int) -> list[list[int]]:
 
 
 def plan_runs(cfg: dict) -> tuple[list[dict], list[str]]:
-    """The sweep's runs in order, and notes on the (algorithm, P) pairs skipped."""
+    """The sweep's runs in order (round by round with ``jobs``), and notes on the
+    (algorithm, P) pairs skipped."""
     runs, skipped = [], []
+    for job in range(cfg.get("jobs", 1)):
+        runs += _round(cfg, job, skipped if job == 0 else [])
+    return runs, skipped
+
+
+def _round(cfg: dict, job: int, skipped: list[str]) -> list[dict]:
+    runs = []
     for algo in cfg["algorithms"]:
         cannot = [P for P in cfg["ranks"] if not get(algo).grids(P)]
         if cannot and not cfg.get("topology"):
@@ -322,7 +342,8 @@ def plan_runs(cfg: dict) -> tuple[list[dict], list[str]]:
                             "topology": cfg.get("topology", ""),
                             "trace": bool(cfg["trace"]),
                             "layouts_in": layouts,
+                            "job": job,
                         }
                         point["key"] = run_key(point)
                         runs.append(point)
-    return runs, skipped
+    return runs

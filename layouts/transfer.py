@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -53,16 +53,24 @@ class Transfer:
     local_only: bool
     moving: int  # elements this rank sends other ranks
     messages: int  # the other ranks it sends any
+    # send and receive buffers by dtype, kept: fresh ones would page-fault on every run
+    _buffers: dict = field(default_factory=dict, repr=False)
 
     def __call__(self, block: np.ndarray, comm) -> np.ndarray:
         """This rank's destination block (zeros at padding) from its source ``block``."""
         if block.shape != self.src_shape:
             raise ValueError(f"block of shape {block.shape}, the transfer is from {self.src_shape}")
-        sendbuf = np.take(block.reshape(-1), self.send_index)
+        key = block.dtype.str
+        if key not in self._buffers:
+            self._buffers[key] = (
+                np.empty(self.send_index.size, block.dtype),
+                np.empty(self.recv_index.size, block.dtype),
+            )
+        sendbuf, recvbuf = self._buffers[key]
+        np.take(block.reshape(-1), self.send_index, out=sendbuf)
         if self.local_only:
             recvbuf = sendbuf
         else:
-            recvbuf = np.empty(self.recv_index.size, dtype=block.dtype)
             mpitype = _mpi_type(block.dtype)
             comm.Alltoallv(
                 [sendbuf, _counts(self.sendcounts), mpitype],

@@ -59,6 +59,7 @@ def main() -> int:
     ap.add_argument("--slowed", default="", help="comma-separated algorithms slowed in NEW")
     ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--min-effect", type=float, default=5.0, help="percent, as distmm compare")
+    ap.add_argument("--relative", action="store_true", help="as distmm compare --relative")
     ap.add_argument("--make-slowed", metavar="ALGOS", help="write a slowed copy of NEW instead")
     ap.add_argument("--factor", type=float, default=1.2, help="slowdown of --make-slowed")
     ap.add_argument("--out", help="where --make-slowed writes")
@@ -77,7 +78,9 @@ def main() -> int:
     slowed = {a for a in args.slowed.split(",") if a}
     changes = [
         c
-        for c in compare(old, new, args.alpha, min_effect=args.min_effect / 100)
+        for c in compare(
+            old, new, args.alpha, min_effect=args.min_effect / 100, relative=args.relative
+        )
         if c.ratio is not None
     ]
     if not changes:

@@ -28,16 +28,19 @@ def test_uniform_redistribution_costs_the_calibrated_alltoall(tmp_path, per_pair
     prof = _profile(tmp_path, alltoall=1.7)
     g, itemsize = 6, 4
     counts = np.full((g, g), per_pair, np.int64)
-    want = prof.collective("alltoall", g * per_pair * itemsize, g) * prof.slowdown(3)
+    network = prof.collective("alltoall", g * per_pair * itemsize, g)
+    packing = 2 * g * per_pair * itemsize / prof.copy_bandwidth  # pack all sent, unpack all got
+    want = (network + packing) * prof.slowdown(3)
     assert transfer_seconds(counts, itemsize, prof, 3) == pytest.approx(want, rel=1e-12)
-    assert want > 0
+    assert network > 0
 
 
 def test_alltoall_factor_read_from_the_profile(tmp_path):
     counts = np.full((4, 4), 1 << 14, np.int64)
     plain = transfer_seconds(counts, 4, _profile(tmp_path), 1)  # no key: factor 1
     doubled = transfer_seconds(counts, 4, _profile(tmp_path, alltoall=2.0), 1)
-    assert doubled == pytest.approx(2 * plain)
+    packing = 2 * 4 * (1 << 14) * 4 / _profile(tmp_path).copy_bandwidth
+    assert doubled - packing == pytest.approx(2 * (plain - packing))
 
 
 def test_sparse_pricing_matches_the_house_counts(profile_file):
@@ -127,8 +130,10 @@ def test_plan_ranks_end_to_end(profile_file):
     for c in native["candidates"]:
         assert c["predicted_seconds"] == c["predicted_multiply_seconds"]
     best_n, best_b = native["recommended"], block["recommended"]
-    assert best_b["predicted_seconds"] > best_b["predicted_multiply_seconds"]
-    assert best_b["predicted_seconds"] != best_n["predicted_seconds"]
+    assert best_b["predicted_seconds"] >= best_b["predicted_multiply_seconds"]
+    assert any(  # some candidate pays for moving the blocks
+        c["predicted_seconds"] > c["predicted_multiply_seconds"] for c in block["candidates"]
+    )
     assert "--layouts block" in best_b["command"] and "--layouts" not in best_n["command"]
     exact = [c["predicted_seconds"] for c in block["candidates"] if c["predicted_seconds"]]
     assert exact == sorted(exact) and len(exact) >= 15

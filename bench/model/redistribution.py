@@ -37,13 +37,23 @@ class MovePrice:
         return self.redistribute_in + self.redistribute_out
 
 
-def _busiest(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(messages, elements) per rank of an exchange: the larger of what it sends and receives
-    (the diagonal, a local copy, excluded)."""
+def _busiest(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(messages, elements, copied) per rank of an exchange: the larger of what it sends and
+    receives (the diagonal, a local copy, excluded), and what it packs and unpacks (all it
+    sends and receives, the diagonal included)."""
     off = counts * (1 - np.eye(len(counts), dtype=counts.dtype))
     sent, recv = off.sum(axis=1), off.sum(axis=0)
     messages = np.maximum((off > 0).sum(axis=1), (off > 0).sum(axis=0))
-    return messages, np.maximum(sent, recv)
+    return messages, np.maximum(sent, recv), counts.sum(axis=1) + counts.sum(axis=0)
+
+
+def _exchange_seconds(profile: Profile, messages, elements, copied, itemsize: int) -> float:
+    """The busiest rank's time: its messages and bytes (Profile.exchange) plus packing what it
+    sends into one buffer and unpacking what it receives (layouts/transfer.Transfer), at the
+    profile's copy bandwidth."""
+    per_rank = profile.exchange(messages, elements * itemsize)
+    per_rank = per_rank + copied * itemsize / profile.copy_bandwidth
+    return float(np.max(per_rank))
 
 
 def transfer_seconds(
@@ -52,11 +62,11 @@ def transfer_seconds(
     """Seconds for one Alltoallv in which job rank s sends ``counts[s, t]`` elements to rank t
     (the diagonal is a local copy): the busiest rank's messages and bytes (the larger of what
     it sends and receives) priced by Profile.exchange, scaled by core sharing."""
-    messages, elements = _busiest(np.asarray(counts))
+    messages, elements, copied = _busiest(np.asarray(counts))
     if not elements.any():
         return 0.0
-    per_rank = profile.exchange(messages, elements * itemsize)
-    return float(per_rank.max()) * profile.slowdown(ranks_per_node)
+    seconds = _exchange_seconds(profile, messages, elements, copied, itemsize)
+    return seconds * profile.slowdown(ranks_per_node)
 
 
 def move_seconds(
@@ -106,23 +116,24 @@ def price_moves(
         else:  # replicated sources choose among holders: the house's exact counts
             src, dst = np.nonzero(move_counts(m, ranks))
             c = move_counts(m, ranks)[src, dst]
-        messages, elements = _busiest_sparse(src, dst, c, P)
+        messages, elements, copied = _busiest_sparse(src, dst, c, P)
         if elements.any():
-            per_rank = profile.exchange(messages, elements * itemsize)
-            phases[m.into] += float(per_rank.max()) * slow
+            seconds = _exchange_seconds(profile, messages, elements, copied, itemsize)
+            phases[m.into] += seconds * slow
         words += int(elements.max())
     saved = found.bytes_saved if found is not None else 0
     return MovePrice(phases[True], phases[False], words, ranks, saved)
 
 
-def _busiest_sparse(src, dst, count, P: int) -> tuple[np.ndarray, np.ndarray]:
+def _busiest_sparse(src, dst, count, P: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_busiest` from the nonzero (src, dst, count) entries, each pair once."""
+    copied = np.bincount(src, count, minlength=P) + np.bincount(dst, count, minlength=P)
     off = src != dst
     s, t, w = src[off], dst[off], count[off]
     sent = np.bincount(s, w, minlength=P)
     recv = np.bincount(t, w, minlength=P)
     messages = np.maximum(np.bincount(s, minlength=P), np.bincount(t, minlength=P))
-    return messages, np.rint(np.maximum(sent, recv)).astype(np.int64)
+    return messages, np.rint(np.maximum(sent, recv)).astype(np.int64), copied
 
 
 _EDGES_PER_RANK = 8
