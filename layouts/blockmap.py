@@ -18,14 +18,14 @@ from .tensorlayout import LayoutError, TensorLayout
 Coords = Mapping[str, int]
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=8)
 def _digits(layout: TensorLayout, d: int) -> np.ndarray:
     """(padded_d, n_factors) mixed-radix digits of every index of dimension d."""
     idx = np.arange(layout.padded_shape[d], dtype=np.int64)
     return np.stack(radix.digits(idx, [f.size for f in layout.dims[d]]), axis=1)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=32)
 def level_contributions(layout: TensorLayout, d: int) -> dict[str, np.ndarray]:
     """For dimension d: {level: contribution of each index to that level's device index}.
 
@@ -40,7 +40,7 @@ def level_contributions(layout: TensorLayout, d: int) -> dict[str, np.ndarray]:
     return out
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=32)
 def address_contributions(layout: TensorLayout, d: int) -> np.ndarray:
     """For dimension d: each index's contribution to its local address (memory digits x strides)."""
     digits = _digits(layout, d)

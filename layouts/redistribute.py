@@ -84,7 +84,7 @@ class Placement:
         return base[:, None] + off, off >= 0
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=32)
 def placement(layout: TensorLayout, am: AbstractMesh) -> Placement:
     """Where ``layout``'s elements live on ``am`` at step 0 (see :class:`Placement`)."""
     strides, n_time = am.rank_strides, layout.time_size
