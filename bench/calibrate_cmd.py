@@ -4,25 +4,42 @@ OSU-style: warm-up iterations are not timed, a barrier precedes each timed batch
 per size, times are per operation, min / avg / max across ranks, rank 0 prints. Measured:
 point-to-point latency and bandwidth (ping-pong between ranks 0 and 1, separate fits below and
 above the eager limit), the collectives the algorithms use on the whole job, single-core GEMM
-rates over a grid of tile shapes (through the kernel path the algorithms use), and, when there
-are more ranks than cores, how efficiently the cores time-slice GEMMs of several ranks. Ranks
-not being measured wait in a sleeping barrier so that they leave the cores alone. Point-to-point
-and GEMM numbers are then clean at any rank count; collectives on an oversubscribed job measure
-time slicing too (which is what runs of that size see).
+rates over a grid of tile shapes (through the kernel path the algorithms use), and then, for
+every rank count up to the launched one (the others asleep, as if not launched), the messages'
+and collectives' prices with that many ranks on the node and how efficiently the cores
+time-slice GEMMs when they outnumber the cores. Ranks not being measured wait in a sleeping
+barrier so that they leave the cores alone. One calibration at the largest count you will use
+covers every smaller one (bench/model/profile.Profile.at): a run that fits the cores is priced
+with the messages measured at its count; an oversubscribed one with the launched job's, slowed
+by the time slicing measured at its count (the rows at those counts are printed for reference).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
+import os
 import platform
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from topology.costs import EAGER_LIMIT, collective_seconds
 
-from .calibration import collectives, copy_bandwidth, fit, gemm_rates, oversubscription, pingpong
+from .calibration import (
+    at_each_count,
+    collectives,
+    copy_bandwidth,
+    fit,
+    gemm_rates,
+    pingpong,
+    sleep_until_all,
+)
 from .errors import UsageError
 from .files import write_json_atomic
 from .model import Profile
@@ -35,6 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--out", default="profile.json", help="machine profile to write (default profile.json)"
     )
     p.add_argument("--quick", action="store_true", help="fewer sizes and iterations (tests)")
+    # the job calibrate starts for the counts that fit the cores (see _counts_without_yield)
+    p.add_argument("--counts-only", action="store_true", help=argparse.SUPPRESS)
 
 
 def main(args) -> int:
@@ -47,6 +66,11 @@ def main(args) -> int:
     world = MPI.COMM_WORLD
     P, rank = world.Get_size(), world.Get_rank()
     say = (lambda *a: print(*a, flush=True)) if rank == 0 else (lambda *a: None)
+    if args.counts_only:
+        counts = at_each_count(world, args.quick, facts["cores"])
+        if rank == 0:
+            write_json_atomic(out, {"counts": counts})
+        return 0
     say(f"# distmm calibrate: {P} ranks, {facts['cores']} cores, {facts['mpi_library']}")
     if P > facts["cores"]:
         say(f"# warning: {P} ranks on {facts['cores']} cores: timings include time slicing")
@@ -105,16 +129,40 @@ def main(args) -> int:
 
     copy_bw = copy_bandwidth(world, facts["cores"])
     say(f"\n# local copy: {copy_bw / 1e9:.2f} GB/s per core (16 MiB arrays)")
-    shared = oversubscription(world, facts["cores"], args.quick)
-    if shared:
-        say("\n# GEMM with several ranks per core, barrier to barrier (time slicing)")
-        say(f"{'ranks/core':>10} {'efficiency':>11}")
-        for per_core, eff in shared:
-            say(f"{per_core:>10.0f} {eff:>11.3f}")
+    cores = facts["cores"]
+    if facts["oversubscribed"]:
+        # MPI here yields (bench/machine.py), as a run of this many ranks does; a run that fits
+        # the cores does not, so the counts up to the cores are measured in a job of that size
+        say(f"\n# rank counts up to {cores}: measured in a job of {cores} ranks (no yielding)")
+        counts = _counts_without_yield(world, args.quick, cores)
+        counts += at_each_count(world, args.quick, cores, least=cores + 1)
     else:
+        counts = at_each_count(world, args.quick, cores)
+    kinds = sorted(set().union(*(c["collective_factor"] for c in counts)))
+    say(
+        "\n# at each rank count, the others asleep: ping-pong fits with the rest waiting in MPI, "
+        "measured / formula per collective, GEMM time-slicing efficiency"
+    )
+    say(
+        f"{'ranks':>5} {'alpha [us]':>10} {'large [us]':>10} {'GB/s':>6} "
+        + " ".join(f"{k[:9]:>9}" for k in kinds)
+        + f" {'efficiency':>10}"
+    )
+    for c in counts:
         say(
-            f"\n# (run with more ranks than the {facts['cores']} cores to also measure time "
-            f"slicing; the model assumes perfect time slicing until then)"
+            f"{c['ranks']:>5} {c['alpha'] * 1e6:>10.1f} {c['alpha_large'] * 1e6:>10.1f} "
+            f"{1 / c['beta_large'] / 1e9:>6.2f} "
+            + " ".join(f"{c['collective_factor'].get(k, float('nan')):>9.2f}" for k in kinds)
+            + f" {c['efficiency']:>10.3f}"
+        )
+    shared = [[1.0, 1.0]] + [
+        [c["ranks"] / cores, c["efficiency"]] for c in counts if c["ranks"] > cores
+    ]
+    if len(shared) == 1:
+        shared = []
+        say(
+            f"\n# (run with more ranks than the {cores} cores to also measure time slicing; "
+            f"the model assumes perfect time slicing until then)"
         )
 
     profile = {
@@ -137,9 +185,36 @@ def main(args) -> int:
         "gemm": gemm,
         "oversubscription": shared,
         "copy_bandwidth": copy_bw,
+        "counts": counts,
     }
     if rank == 0:
         write_json_atomic(out, profile, indent=1)
         say(f"\nwrote {out}")
     world.Barrier()
     return 0
+
+
+LAUNCH_VARS = ("PMI_", "PMIX_", "HYDRA_", "MPI_LOCAL", "OMPI_", "MPIR_CVAR_")
+
+
+def _counts_without_yield(world, quick: bool, cores: int) -> list[dict]:
+    """The count entries up to ``cores`` from a job of ``cores`` ranks that rank 0 launches
+    (its MPI then polls as a run of that size does), the others asleep meanwhile; [] (those
+    counts left to the model's fallback) if that job cannot be started."""
+    entries: list[dict] = []
+    if world.Get_rank() == 0:
+        mpiexec = shutil.which("mpiexec")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCH_VARS)}
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "counts.json"
+            cmd = [str(mpiexec), "-n", str(cores), sys.executable, "-m", "bench.cli"]
+            cmd += ["calibrate", "--counts-only", "--out", str(out)] + ["--quick"] * quick
+            try:
+                if mpiexec is None:
+                    raise OSError("no mpiexec on PATH")
+                subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=900)
+                entries = json.loads(out.read_text())["counts"]
+            except (OSError, ValueError, KeyError, subprocess.SubprocessError) as err:
+                print(f"# warning: counts 2 to {cores} not measured ({err})", flush=True)
+    sleep_until_all(world)
+    return world.bcast(entries, root=0)

@@ -10,6 +10,7 @@ from functools import partial
 import numpy as np
 
 from algorithms.events import COMM_KINDS
+from topology.costs import EAGER_LIMIT, collective_seconds
 
 P2P_SIZES = [1 << s for s in range(0, 25, 2)]  # 1 B .. 16 MiB
 COLL_SIZES = [1 << s for s in range(10, 25, 2)]  # 1 KiB .. 16 MiB
@@ -67,8 +68,8 @@ def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
     return max(float(alpha), 1e-9), max(float(beta), 1e-15)
 
 
-def collectives(world, quick: bool) -> dict[str, list[list[float]]]:
-    """{kind: [[bytes, avg s, min s, max s], ...]} on COMM_WORLD; bytes as Event.nbytes means."""
+def collectives(world, quick: bool, sizes=None) -> dict[str, list[list[float]]]:
+    """{kind: [[bytes, avg s, min s, max s], ...]} on ``world``; bytes as Event.nbytes means."""
     from mpi4py import MPI
 
     g, rank = world.Get_size(), world.Get_rank()
@@ -76,7 +77,9 @@ def collectives(world, quick: bool) -> dict[str, list[list[float]]]:
     if g < 2:
         return out
     right, left = (rank + 1) % g, (rank - 1) % g
-    for n in COLL_SIZES[::2] if quick else COLL_SIZES:
+    if sizes is None:
+        sizes = COLL_SIZES[::2] if quick else COLL_SIZES
+    for n in sizes:
         count = max(g, n // 4 // g * g)  # float32 elements, divisible by g
         a = np.ones(count, dtype=np.float32)
         b = np.empty_like(a)
@@ -150,6 +153,91 @@ def copy_bandwidth(world, cores: int) -> float:
         t = (_now() - t0) / 10
     sleep_until_all(world)
     return src.nbytes / float(np.median([x for x in world.allgather(t) if x > 0]))
+
+
+COUNT_P2P_SIZES = (8, 1 << 10, 1 << 16, 1 << 20, 1 << 22)  # per rank count: fits' points
+COUNT_COLL_SIZES = (1 << 16, 1 << 20, 1 << 22)  # the large messages the factors come from
+
+
+def counts_measured(P: int) -> list[int]:
+    """The rank counts :func:`at_each_count` measures: every one from 2 to P up to 16, then
+    about 1.5x apart, P included."""
+    counts = set(range(2, min(P, 16) + 1))
+    g = 16
+    while g < P:
+        counts.add(g)
+        g = int(g * 1.5)
+    return sorted(counts | ({P} if P >= 2 else set()))
+
+
+def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
+    """For each rank count g (:func:`counts_measured`), the first g ranks alone (the others
+    asleep, as if not launched): the alpha-beta fits of a ping-pong between ranks 0 and 1 while
+    the other g - 2 wait in MPI (polling or yielding, as a run's idle ranks do), each
+    collective's measured / formula factor on the g ranks with those fits (large messages),
+    and the GEMM time-slicing efficiency when g exceeds the cores. [{"ranks": g, "alpha",
+    "beta", "alpha_large", "beta_large", "collective_factor": {kind: f}, "efficiency"}]."""
+    from mpi4py import MPI
+
+    rank = world.Get_rank()
+    measured = [g for g in counts_measured(world.Get_size()) if g >= least]
+    if quick:
+        measured = sorted(set(measured[::3]) | set(measured[-1:]))
+    out = []
+    for g in measured:
+        sub = world.Split(0 if rank < g else MPI.UNDEFINED, rank)
+        entry = None
+        if sub != MPI.COMM_NULL:
+            entry = _one_count(sub, quick, cores)
+            entry["yielding"] = world.Get_size() > cores  # bench/machine.py's MPI settings
+            sub.Free()
+        sleep_until_all(world)
+        out.append(world.bcast(entry, root=0))
+    return out
+
+
+def _one_count(comm, quick: bool, cores: int) -> dict:
+    g, rank = comm.Get_size(), comm.Get_rank()
+    points = []
+    for n in COUNT_P2P_SIZES:
+        buf = np.zeros(n, dtype=np.uint8)
+        warm, iters = _iters(n, True) if quick else (10, 200 if n < 1 << 16 else 20)
+        comm.Barrier()
+        elapsed = 0.0
+        if rank < 2:
+            for i in range(warm + iters):
+                if i == warm:
+                    t0 = _now()
+                if rank == 0:
+                    comm.Send(buf, dest=1, tag=2)
+                    comm.Recv(buf, source=1, tag=2)
+                else:
+                    comm.Recv(buf, source=0, tag=2)
+                    comm.Send(buf, dest=0, tag=2)
+            elapsed = (_now() - t0) / iters / 2
+        comm.Barrier()  # the other ranks wait here, in MPI, while 0 and 1 measure
+        points.append((n, comm.bcast(elapsed, root=0)))
+    small = fit([p for p in points if p[0] < EAGER_LIMIT])
+    large = fit([p for p in points if p[0] >= 1 << 16])
+    factors = {}
+    for kind, rows in collectives(comm, quick, COUNT_COLL_SIZES).items():
+        ratios = [
+            avg / model
+            for n, avg, _, _ in rows
+            if (model := collective_seconds(kind, n, g, *small, *large)) > 0
+        ]
+        if ratios:
+            factors[kind] = float(np.median(ratios))
+    shared = oversubscription(comm, cores, quick)
+    return {
+        "ranks": g,
+        "alpha": small[0],
+        "beta": small[1],
+        "alpha_large": large[0],
+        "beta_large": large[1],
+        "collective_factor": factors,
+        "efficiency": shared[-1][1] if shared else 1.0,
+    }
 
 
 def sleep_until_all(world) -> None:

@@ -21,7 +21,8 @@ from .model.bound import words_bound
 def lower_bound_seconds(plan, users: dict, profile: Profile, itemsize: int, rpn: int) -> float:
     """Seconds no redistribution into ``plan``'s layouts can beat: for A and B, the elements an
     average rank needs (its replicated copies included) beyond the largest user block."""
-    beta = min(profile.beta, profile.beta_large) * profile.collective_factor.get("alltoall", 1.0)
+    at = profile.at(rpn)
+    beta = min(at.beta, at.beta_large) * at.collective_factor.get("alltoall", 1.0) * at.comm_scale
     words = 0.0
     for name in ("A", "B"):
         user = users[name]
@@ -31,7 +32,7 @@ def lower_bound_seconds(plan, users: dict, profile: Profile, itemsize: int, rpn:
         copies = math.prod(mesh.sizes[lv] for lv in layout.replicated_levels(mesh.sizes))
         need = math.prod(layout.logical_shape) * copies / plan.P
         words += max(0.0, need - math.prod(user.layout.block_shape))
-    return words * itemsize * beta * profile.slowdown(rpn)
+    return words * itemsize * beta
 
 
 class Redistributions:

@@ -82,7 +82,7 @@ def _on_mesh(args, module, plan, profile, rpn: int, started, users) -> tuple[dic
     events = schedule(module, plan, 0, np.dtype(args.dtype))
     pred = predict(events, profile, args.dtype, rpn)
     word = np.dtype(args.dtype).itemsize
-    stated = stated_cost(plan.algo, plan.shape, plan.P, plan.grid, profile, word)
+    stated = stated_cost(plan.algo, plan.shape, plan.P, plan.grid, profile.at(rpn), word)
     price = price_moves(plan_moves(users, plan), plan.P, profile, word, rpn, not args.no_relabel)
     total = pred.seconds + price.seconds
     record = {

@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/model_accuracy.py [--profile results/profile.json] [--ranks 4,8,9]
         [--repeat 3] [--trace-overhead] [--out results/model_accuracy.csv]
+        [--cluster RANKS_PER_NODE --emulate-links PRESET]
 
 Calibrates first (``mpiexec -n <cores> distmm calibrate``) unless --profile names an existing
 profile. Then, for every algorithm at every rank count it admits among --ranks and three shapes
@@ -16,6 +17,10 @@ busiest rank's time in that phase, median over repetitions; bench/spans.phase_su
 is explained, not only counted: per run a `phases` column, then the median and worst
 |pred/meas - 1| per phase over all runs.
 With --trace-overhead it also times square runs with and without --trace.
+With --cluster RPN --emulate-links PRESET every run is on an emulated cluster of P / RPN nodes
+(``--topology cluster:P/RPN,RPN``, messages between nodes held to the preset's latency and
+bandwidth) and the table adds the share of the time that is communication (1 - compute-only /
+measured).
 """
 
 import argparse
@@ -99,6 +104,8 @@ def main() -> None:
     p.add_argument("--phases", action="store_true", help="trace runs; per-phase errors")
     p.add_argument("--trace-overhead", action="store_true")
     p.add_argument("--out", default="results/model_accuracy.csv")
+    p.add_argument("--cluster", type=int, metavar="RPN", help="emulated nodes of RPN ranks")
+    p.add_argument("--emulate-links", metavar="PRESET", help="the network, with --cluster")
     args = p.parse_args()
     profile = Path(args.profile)
     if not profile.exists():
@@ -109,8 +116,14 @@ def main() -> None:
     for P in (int(x) for x in args.ranks.split(",")):
         for algo in args.algos.split(","):
             module = get(algo)
-            if not module.grids(P):
+            if not module.grids(P) or (args.cluster and P % args.cluster):
                 continue
+            cluster = {}
+            if args.cluster:
+                cluster = {
+                    "topology": f"cluster:{P // args.cluster},{args.cluster}",
+                    "emulate_links": args.emulate_links,
+                }
             for name in args.shapes.split(","):
                 shape = SHAPES[name]
                 print(f"P={P} {algo} {name}", file=sys.stderr, flush=True)
@@ -123,6 +136,7 @@ def main() -> None:
                         profile=str(profile),
                         trace=trace,
                         as_json=True,
+                        **cluster,
                     )
                     r = launch(P, argv)
                     phases = phase_errors(Path(trace), r) if r and trace else {}
@@ -140,6 +154,7 @@ def main() -> None:
                         "measured_s": r["seconds"],
                         "predicted_s": r["predicted_seconds"],
                         "pred/meas": r["predicted_seconds"] / r["seconds"],
+                        "comm share": 1 - r["compute_seconds"] / r["seconds"],
                         "bytes counted/model": ratio,
                         "bytes equal per rank": counted == model_bytes,
                         **({"phases": phases} if args.phases else {}),
@@ -162,6 +177,11 @@ def main() -> None:
     print(
         f"\nruns: {len(table)}; bytes equal on every rank in {equal} of {len(table)}; "
         f"median |pred/meas - 1| = {err.median():.3f}"
+    )
+    print(
+        f"over 30%: {int((err > 0.3).sum())} runs; median |pred/meas - 1| by P: "
+        + ", ".join(f"{P} {v:.3f}" for P, v in err.groupby(table["P"]).median().items())
+        + f"; median communication share {table['comm share'].median():.2f}"
     )
     worst = table.assign(err=err).groupby("algo")["err"].max()
     print(

@@ -22,6 +22,55 @@ def test_profile_errors(tmp_path):
         Profile.load(bad)
 
 
+def _count(g, alpha, factor, yielding=False):
+    return {
+        "ranks": g,
+        "alpha": alpha,
+        "beta": 1e-10,
+        "alpha_large": 2 * alpha,
+        "beta_large": 1e-10,
+        "collective_factor": {"bcast": factor},
+        "efficiency": 1.0,
+        "yielding": yielding,
+    }
+
+
+def test_profile_at_a_rank_count_uses_what_was_measured_there(tmp_path):
+    from conftest import PROFILE
+
+    f = tmp_path / "p.json"
+    data = {**PROFILE, "oversubscription": [[1, 1], [4, 0.8]]}
+    counts = [_count(8, 1e-4, 3.0), _count(2, 2e-6, 1.0), _count(12, 1e-3, 9.0, yielding=True)]
+    f.write_text(json.dumps({**data, "counts": counts}))
+    prof = Profile.load(f)
+    at2, at5, at8 = prof.at(2), prof.at(5), prof.at(8)
+    assert (at2.alpha, at2.collective_factor["bcast"], at2.comm_scale) == (2e-6, 1.0, 1.0)
+    assert at5.alpha == pytest.approx((2e-6 + 1e-4) / 2) and at5.comm_scale == 1.0
+    assert at5.collective_factor["bcast"] == pytest.approx(2.0)
+    assert (at8.alpha, at8.comm_scale) == (1e-4, 1.0)
+    # beyond the counts that fit the cores: the launched job's parameters, slowed as GEMMs are
+    at12 = prof.at(12)
+    assert at12.alpha == prof.alpha and at12.comm_scale == prof.slowdown(12)
+    assert at12.collective_factor == prof.collective_factor
+    assert prof.at(1).alpha == 2e-6 and at2.at(2) is at2
+    with pytest.raises(ValueError):
+        at2.at(4)
+    # measured at the count: a collective is its formula with that count's parameters, unslowed
+    ev = schedule(get("summa"), get("summa").plan((512,) * 3, 8, grid=(2, 4)), 0, "float32")
+    pred = predict(ev, prof, "float32", 8)
+    by_hand = predict(ev, Profile.load(f).at(8), "float32", 8)
+    assert pred.seconds == by_hand.seconds
+    # a profile from before counts: messages slowed as GEMMs are
+    legacy = Profile.load(_write(tmp_path, data))
+    assert legacy.at(8).comm_scale == legacy.slowdown(8) > 1 and legacy.at(8).alpha == legacy.alpha
+
+
+def _write(tmp_path, data):
+    f = tmp_path / "legacy.json"
+    f.write_text(json.dumps(data))
+    return f
+
+
 def test_cannon_bytes_per_rank_are_the_textbook_count(profile_file):
     module = get("cannon")
     plan = module.plan((96, 96, 96), 9)
@@ -95,6 +144,9 @@ def test_calibrate_trace_analyze(tmp_path):
     assert data["machine"]["ranks"] == 2 and data["p2p"]["large"]["beta"] > 0
     assert data["collectives"]["alltoall"] and data["collective_factor"]["alltoall"] > 0
     assert "# alltoall on 2 ranks" in r.stdout
+    (count,) = data["counts"]  # every rank count up to the job's: here 2
+    assert count["ranks"] == 2 and count["alpha"] > 0 and count["collective_factor"]["bcast"] > 0
+    assert Profile.load(prof).at(2).alpha == count["alpha"]
     traces = tmp_path / "trace"
     r = distmm_mpi(
         4,

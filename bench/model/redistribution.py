@@ -47,12 +47,18 @@ def _busiest(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return messages, np.maximum(sent, recv), counts.sum(axis=1) + counts.sum(axis=0)
 
 
-def _exchange_seconds(profile: Profile, messages, elements, copied, itemsize: int) -> float:
-    """The busiest rank's time: its messages and bytes (Profile.exchange) plus packing what it
-    sends into one buffer and unpacking what it receives (layouts/transfer.Transfer), at the
-    profile's copy bandwidth."""
-    per_rank = profile.exchange(messages, elements * itemsize)
-    per_rank = per_rank + copied * itemsize / profile.copy_bandwidth
+def _exchange_seconds(
+    profile: Profile, messages, elements, copied, itemsize: int, ranks_per_node: int
+) -> float:
+    """The busiest rank's time: its messages and bytes (Profile.exchange, with the parameters
+    at ``ranks_per_node``) plus packing what it sends into one buffer and unpacking what it
+    receives (layouts/transfer.Transfer) at the profile's copy bandwidth, slowed as GEMMs are
+    where ranks share cores."""
+    at = profile.at(ranks_per_node)
+    per_rank = at.exchange(messages, elements * itemsize) * at.comm_scale
+    per_rank = per_rank + copied * itemsize / profile.copy_bandwidth * profile.slowdown(
+        ranks_per_node
+    )
     return float(np.max(per_rank))
 
 
@@ -61,12 +67,11 @@ def transfer_seconds(
 ) -> float:
     """Seconds for one Alltoallv in which job rank s sends ``counts[s, t]`` elements to rank t
     (the diagonal is a local copy): the busiest rank's messages and bytes (the larger of what
-    it sends and receives) priced by Profile.exchange, scaled by core sharing."""
+    it sends and receives) priced by Profile.exchange at ``ranks_per_node``."""
     messages, elements, copied = _busiest(np.asarray(counts))
     if not elements.any():
         return 0.0
-    seconds = _exchange_seconds(profile, messages, elements, copied, itemsize)
-    return seconds * profile.slowdown(ranks_per_node)
+    return _exchange_seconds(profile, messages, elements, copied, itemsize, ranks_per_node)
 
 
 def move_seconds(
@@ -109,7 +114,6 @@ def price_moves(
     pi = np.arange(P) if ranks is None else np.asarray(ranks, np.int64)
     phases = {True: 0.0, False: 0.0}
     words = 0
-    slow = profile.slowdown(ranks_per_node)
     for m, (s, d, c, _) in zip(all_moves, overlaps, strict=True):
         if placement(m.src, m.src_mesh).holders.shape[1] == 1:
             src, dst = (s, pi[d]) if m.into else (pi[s], d)
@@ -118,8 +122,9 @@ def price_moves(
             c = move_counts(m, ranks)[src, dst]
         messages, elements, copied = _busiest_sparse(src, dst, c, P)
         if elements.any():
-            seconds = _exchange_seconds(profile, messages, elements, copied, itemsize)
-            phases[m.into] += seconds * slow
+            phases[m.into] += _exchange_seconds(
+                profile, messages, elements, copied, itemsize, ranks_per_node
+            )
         words += int(elements.max())
     saved = found.bytes_saved if found is not None else 0
     return MovePrice(phases[True], phases[False], words, ranks, saved)

@@ -85,7 +85,7 @@ class Walk:
         per_flop: float = 0.0,
         max_events: float = math.inf,
     ):
-        self.profile, self.dtype, self.links = profile, dtype, links
+        self.profile, self.dtype, self.links = profile.at(ranks_per_node), dtype, links
         self.slow = profile.slowdown(ranks_per_node)
         self.overlap = self.slow <= 1.0
         self.t = self.channel = 0.0
@@ -163,6 +163,7 @@ def communication_seconds(
     """{kind: seconds} of every communication event priced in full, hidden or not (what a
     closed form that ignores overlap counts)."""
     slow = profile.slowdown(ranks_per_node)
+    profile = profile.at(ranks_per_node)
     out: dict[str, float] = defaultdict(float)
     for e in events:
         if e.kind not in ("gemm", "copy", "wait"):
@@ -171,14 +172,15 @@ def communication_seconds(
 
 
 def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, links):
-    """(seconds, whether it can hide behind computation when issued non-blocking)."""
+    """(seconds, whether it can hide behind computation when issued non-blocking); ``profile``
+    at the run's ranks per node (Profile.at), ``slow`` its GEMMs' slowdown."""
     if e.kind == "gemm":
         return profile.gemm_seconds(*e.shape, dtype) * slow, False
     if e.kind == "copy":
         return e.nbytes / profile.copy_bandwidth * slow, False
     if links is not None and links.models(e.phase_level):
         return links.collective(e.kind, e.nbytes, e.group, e.phase_level), True
-    return profile.collective(e.kind, e.nbytes, e.group) * slow, overlap
+    return profile.collective(e.kind, e.nbytes, e.group) * profile.comm_scale, overlap
 
 
 __all__ = ["Prediction", "Stop", "Walk", "communication_seconds", "predict"]
