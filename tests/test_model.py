@@ -146,7 +146,8 @@ def test_calibrate_trace_analyze(tmp_path):
     assert "# alltoall on 2 ranks" in r.stdout
     (count,) = data["counts"]  # every rank count up to the job's: here 2
     assert count["ranks"] == 2 and count["alpha"] > 0 and count["collective_factor"]["bcast"] > 0
-    assert Profile.load(prof).at(2).alpha == count["alpha"]
+    loaded = Profile.load(prof)  # a count that fits the cores is priced with its own alpha
+    assert loaded.at(2).alpha == (loaded.alpha if count["yielding"] else count["alpha"])
     traces = tmp_path / "trace"
     r = distmm_mpi(
         4,
