@@ -245,15 +245,24 @@ def recommend(cands: list[Candidate], budget: int | None) -> Candidate:
 
 
 def run_set(cands: list[Candidate], best: Candidate, k: int) -> list[Candidate]:
-    """The recommendation, then the next fastest with a different (algorithm, grid): variants
-    of one grid (overlap, panel, pace) are often predicted within a hair of each other, and
-    measuring them against each other would test the timer's noise, not the plan."""
-    out, seen = [best], {(best.algo, best.grid_text)}
+    """The recommendation, then the next fastest with a different (algorithm, grid) and a
+    different prediction: variants of one grid (overlap, panel, pace) are often predicted within
+    a hair of each other, and algorithms that reduce to one schedule (summa p x q against
+    summa25d and tesseract p x q x 1, cannon against cannon25d p x p x 1 and t10 F_op p x 1 x p)
+    are predicted exactly alike; measuring those against each other would test the timer's
+    noise, not the plan."""
+
+    def same(c: Candidate) -> tuple:
+        return (c.seconds, c.kernel, c.redistribute, c.bytes_sent, c.words)
+
+    out = [best]
+    seen, predicted = {(best.algo, best.grid_text)}, {same(best)}
     for c in cands:
         if len(out) >= k:
             break
-        if (c.algo, c.grid_text) not in seen:
+        if (c.algo, c.grid_text) not in seen and same(c) not in predicted:
             seen.add((c.algo, c.grid_text))
+            predicted.add(same(c))
             out.append(c)
     return out
 

@@ -7,7 +7,7 @@ from launch import distmm
 
 from algorithms import ALGORITHMS, get
 from bench.model import Profile
-from bench.planner import candidates, plan_chain
+from bench.planner import candidates, plan_chain, recommend, run_set
 from bench.units import parse_bytes
 
 
@@ -23,6 +23,27 @@ def test_candidates_cover_every_algorithm_and_grid(profile_file):
     assert any("panel" in c.options for c in cands)  # panel widths below the default
     times = [c.seconds for c in cands]
     assert times == sorted(times)
+
+
+def test_run_set_measures_distinct_predictions(profile_file):
+    # at 2x2, summa25d and tesseract (2x2x1) run SUMMA's schedule: predicted exactly alike,
+    # so `plan --run` measures something else next to the recommendation
+    cands = candidates((256, 256, 256), 4, Profile.load(profile_file))
+    best = recommend(cands, None)
+    runs = run_set(cands, best, 3)
+    assert runs[0] is best and len(runs) == 3
+    keys = [(c.seconds, c.kernel, c.redistribute, c.bytes_sent, c.words) for c in runs]
+    assert len(set(keys)) == 3 and len({(c.algo, c.grid_text) for c in runs}) == 3
+
+    def one(algo, grid):
+        (c,) = [
+            c
+            for c in cands
+            if (c.algo, c.grid_text, c.overlap) == (algo, grid, True) and "panel" not in c.options
+        ]
+        return c
+
+    assert one("summa25d", "2x2x1").seconds == one("summa", "2x2").seconds
 
 
 def test_pareto_front_is_non_dominated(profile_file):
