@@ -112,7 +112,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--emulate",
         action="store_true",
         help="with --run: hold the runs' messages to --links/--network (distmm run "
-        "--emulate-links), to check the plan of a cluster or tree on one machine",
+        "--emulate-links), to check the plan of a cluster or tree on one machine; a cluster's "
+        "candidates are then priced as the emulation runs (every rank on this machine)",
     )
     p.add_argument("--mpiexec", help="with --run: the mpiexec to use (default: found)")
     add_launcher_arguments(p, ranks_per_node=False)  # --ranks-per-node: the model's, above
@@ -122,6 +123,10 @@ def main(args) -> int:
     profile = Profile.load(args.profile)
     P = args.P
     rpn = ranks_per_node(args, P)
+    # runs emulating a cluster put every rank on this machine: rank them as they will run
+    emulated = bool(args.run and args.emulate and args.topology.startswith("cluster:"))
+    if emulated:
+        rpn = P
     if args.chain is not None:
         return _chain_main(args, profile, rpn)
     shape = tuple(args.shape)
@@ -142,6 +147,7 @@ def main(args) -> int:
         users=users,
         relabel=not args.no_relabel,
         keep=keep,
+        emulated=emulated,
     )
     elapsed = time.perf_counter() - started
     if not cands:
@@ -199,6 +205,7 @@ def main(args) -> int:
         f"({'all on this machine, ' if rpn == P else ''}{profile.cores} cores in the profile)"
         + (f", topology {args.topology}" if args.topology != "mesh" else "")
         + (f", budget {format_bytes(args.memory_per_rank)}/rank" if args.memory_per_rank else "")
+        + (", priced as the emulation runs" if emulated else "")
     )
     pruned = (
         f" ({cands.pruned} left out: provably neither in the best {keep} nor on the Pareto front)"

@@ -130,13 +130,16 @@ def candidates(
     users: dict | None = None,
     relabel: bool = True,
     keep: int | None = None,
+    emulated: bool = False,
 ) -> Ranking:
     """Every candidate plan, priced, ranked by predicted time, Pareto front marked. With
     ``users`` (layouts.endpoints.user_layouts) not all native the time is end to end: the kernel
     plus the redistributions from and to the user's layouts (bench/plan_ranking.py). With
     ``keep``, only the ``keep`` fastest and the Pareto front are certain to be there (and are
     exact): candidates provably in neither are left out, their loops stopped early
-    (bench/model/search.py); the Ranking's ``pruned`` counts them."""
+    (bench/model/search.py); the Ranking's ``pruned`` counts them. ``emulated``: a cluster
+    emulated on this machine (distmm run --emulate-links), its ``ranks_per_node`` ranks sharing
+    these cores, priced as such runs are rather than as the cluster's nodes."""
     tree = links = None
     if topology != "mesh":
         from topology.links import LinkModel
@@ -154,7 +157,8 @@ def candidates(
         from .options import cluster_ranks_per_node
 
         need_network(tree, links)
-        rpn = cluster_ranks_per_node(tree, ranks_per_node)
+        if not emulated:
+            rpn = cluster_ranks_per_node(tree, ranks_per_node)
     npdt = np.dtype(dtype)
     moves = None
     if users is not None and not all(u.native for u in users.values()):

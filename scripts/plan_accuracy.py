@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/plan_accuracy.py [--profile results/profile.json] [--ranks 4,6,8,9]
         [--repeat 3] [--top 3] [--layouts native|block|...] [--no-relabel]
-        [--out results/plan_accuracy.txt]
+        [--out results/plan_accuracy.txt] [--cluster RANKS_PER_NODE --emulate-links PRESET]
 
 For every (shape, P) case: plan (every candidate priced by the model, timed), take the
 recommendation and the next fastest candidates with a different (algorithm, grid) (what
@@ -11,7 +11,9 @@ compare. With ``--layouts`` other than native (issue 12: ``block``) the planner 
 end-to-end time from those layouts and the runs start from them (``distmm run --layouts``,
 whose ``seconds`` is the end-to-end median). Targets: the first choice is the measured
 fastest in >= 80% of cases and within 10% of the measured fastest in >= 95%; planning one case
-takes < 1 s.
+takes < 1 s. With ``--cluster RPN --emulate-links PRESET`` every case is a cluster of P / RPN
+nodes emulated on this machine (issue 13): priced as the emulation runs (``distmm plan --run
+--emulate``) and measured with its messages between nodes held to the preset.
 
 The profile should be calibrated at 8 ranks (``mpiexec -n 8 distmm calibrate --out FILE``); it
 is made if missing.
@@ -54,6 +56,9 @@ def main() -> int:
     ap.add_argument("--no-relabel", action="store_true", help="no COSTA relabelling")
     ap.add_argument("--shapes", help="M,K,N;M,K,N;... (default: the eight built in)")
     ap.add_argument("--out", default=str(ROOT / "results" / "plan_accuracy.txt"))
+    ap.add_argument("--algos", help="a,b,...: only these algorithms (default: every one)")
+    ap.add_argument("--cluster", type=int, metavar="RPN", help="emulated nodes of RPN ranks")
+    ap.add_argument("--emulate-links", metavar="PRESET", help="the network, with --cluster")
     args = ap.parse_args()
     if not Path(args.profile).exists():
         mpiexec = str(Path(sys.executable).parent / "mpiexec")
@@ -86,9 +91,10 @@ def main() -> int:
         f"{profile.meta.get('ranks', '?')} ranks, {profile.cores} cores); top {args.top} "
         f"distinct (algorithm, grid) per case, --repeat {args.repeat}, layouts {args.layouts}"
         + (" (no relabelling)" if args.no_relabel else "")
+        + (f", clusters of {args.cluster} per node on {args.emulate_links}" if args.cluster else "")
     )
     head = (
-        f"{'case':<22}{'first choice':<30}{'measured fastest':<30}"
+        f"{'case':<22}{'first choice':<38}{'measured fastest':<38}"
         f"{'first/fastest':>14}{'hit':>5}{'<=10%':>7}{'plan [ms]':>10}"
     )
     say(head)
@@ -99,23 +105,46 @@ def main() -> int:
     if args.shapes:
         shapes = [tuple(int(x) for x in part.split(",")) for part in args.shapes.split(";")]
     chosen = set()
+    if args.cluster and not args.emulate_links:
+        ap.error("--cluster needs --emulate-links PRESET")
     for P in ranks:
+        if args.cluster and P % args.cluster:
+            continue
+        topology = f"cluster:{P // args.cluster},{args.cluster}" if args.cluster else "mesh"
         for shape in shapes:
             t0 = time.perf_counter()
             users = user_layouts(dict.fromkeys("ABC", args.layouts), shape, P)
             cands = candidates(
-                shape, P, profile, "float32", P, users=users, relabel=not args.no_relabel
+                shape,
+                P,
+                profile,
+                "float32",
+                P,
+                topology,
+                args.emulate_links,
+                users=users,
+                relabel=not args.no_relabel,
+                emulated=bool(args.cluster),
+                algos=args.algos.split(",") if args.algos else None,
             )
             best = recommend(cands, None)
             chosen.add(best.algo)
             runs = run_set(cands, best, args.top)
             plan_s = time.perf_counter() - t0
             plan_max = max(plan_max, plan_s)
-            got = measure(runs, shape, P, "float32", args.repeat)
+            got = measure(
+                runs,
+                shape,
+                P,
+                "float32",
+                args.repeat,
+                topology,
+                emulate_links=args.emulate_links if args.cluster else None,
+            )
             timed = [(c, s) for c, (s, _) in zip(runs, got, strict=True) if s is not None]
             case = f"P={P} {'x'.join(map(str, shape))}"
             if got[0][0] is None or not timed:
-                say(f"{case:<22}{_name(best):<30}failed: {got[0][1]}")
+                say(f"{case:<22}{_name(best):<38}failed: {got[0][1]}")
                 total += 1
                 continue
             fast_c, fast_s = min(timed, key=lambda cs: cs[1])
@@ -125,7 +154,7 @@ def main() -> int:
             hits += hit
             within += ok
             say(
-                f"{case:<22}{_name(best):<30}{_name(fast_c):<30}{ratio:>14.3f}"
+                f"{case:<22}{_name(best):<38}{_name(fast_c):<38}{ratio:>14.3f}"
                 f"{'yes' if hit else 'no':>5}{'yes' if ok else 'no':>7}{plan_s * 1e3:>10.0f}"
             )
     say()

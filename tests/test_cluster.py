@@ -207,6 +207,13 @@ def test_plan_run_can_emulate_the_network(tmp_path):
     argv = cands[0].run_args((256, 256, 256), "float32", "cluster:2,2", "1gbe")
     assert argv[argv.index("--emulate-links") + 1] == "1gbe"
     assert "--emulate-links" not in cands[0].run_args((256, 256, 256), "float32", "cluster:2,2")
+    # emulated on this 2-core machine the 4 ranks share its cores: GEMMs twice as slow as on
+    # the cluster's nodes of 2 ranks each, the network the same
+    emulated = candidates((256, 256, 256), 4, Profile.load(prof), "float32", 4, "cluster:2,2",
+                          "1gbe", algos=["cannon"], emulated=True)  # fmt: skip
+    on_nodes = {(c.grid_text, c.overlap): c.kernel for c in cands}
+    for c in emulated:
+        assert c.kernel > on_nodes[c.grid_text, c.overlap]
     r = distmm("plan", "--shape", "256,256,256", "--P", "4", "--profile", str(prof),
                "--topology", "cluster:2,2", "--run", "--emulate")  # fmt: skip
     assert r.returncode == 2 and "--network" in r.stderr
