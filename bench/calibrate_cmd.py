@@ -27,12 +27,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 from topology.costs import EAGER_LIMIT, collective_seconds
 
 from .calibration import (
     at_each_count,
+    collective_factors,
     collectives,
     copy_bandwidth,
     fit,
@@ -42,7 +41,6 @@ from .calibration import (
 )
 from .errors import UsageError
 from .files import write_json_atomic
-from .model import Profile
 
 HEADERS = ("Size [B]", "Avg [us]", "Min [us]", "Max [us]", "Model [us]")  # collective tables
 
@@ -89,30 +87,16 @@ def main(args) -> int:
     )
 
     coll = collectives(world, args.quick)
-    base = Profile(
-        alpha=small[0],
-        beta=small[1],
-        alpha_large=large[0],
-        beta_large=large[1],
-        cores=facts["cores"],
-    )
-    factors = {}
     for kind, rows in coll.items():
         if not rows:
             continue
         say(f"\n# {kind} on {P} ranks (message size as the model counts it)")
         say(" ".join(f"{h:>12}" for h in HEADERS))
-        ratios = []
         for n, avg, lo, hi in rows:
-            model = collective_seconds(  # n is Event.nbytes for every kind
-                kind, n, P, base.alpha, base.beta, base.alpha_large, base.beta_large
-            )
+            model = collective_seconds(kind, n, P, *small, *large)  # n is Event.nbytes
             micro = (f"{t * 1e6:>12.1f}" for t in (avg, lo, hi, model))
             say(f"{n:>12} " + " ".join(micro))
-            if n >= 1 << 16 and model > 0:
-                ratios.append(avg / model)
-        if ratios:
-            factors[kind] = float(np.median(ratios))
+    factors = collective_factors(coll, P, small, large)
     if factors:
         say(
             "\n# measured / formula (large messages): "

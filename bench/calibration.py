@@ -28,18 +28,22 @@ def _iters(nbytes: int, quick: bool) -> tuple[int, int]:
     return 5, 20
 
 
-def pingpong(world, quick: bool) -> list[tuple[int, float]]:
-    """[(bytes, one-way seconds)] between ranks 0 and 1 (others wait at the barrier)."""
+def pingpong(world, quick: bool, sizes=None, iters=_iters, wait=None) -> list[tuple[int, float]]:
+    """[(bytes, one-way seconds)] between ranks 0 and 1, ``iters(n, quick)`` giving the
+    (warm-up, timed) iterations; the others wait in ``wait(world)`` (default: asleep)."""
+    wait = wait or sleep_until_all
     rank = world.Get_rank()
     out = []
-    for n in P2P_SIZES[::2] if quick else P2P_SIZES:
+    if sizes is None:
+        sizes = P2P_SIZES[::2] if quick else P2P_SIZES
+    for n in sizes:
         buf = np.zeros(n, dtype=np.uint8)
-        warm, iters = _iters(n, quick)
+        warm, timed = iters(n, quick)
         elapsed = 0.0
-        sleep_until_all(world)
+        wait(world)
         if rank < 2:
             other = 1 - rank
-            for i in range(warm + iters):
+            for i in range(warm + timed):
                 if i == warm:
                     t0 = _now()
                 if rank == 0:
@@ -48,10 +52,26 @@ def pingpong(world, quick: bool) -> list[tuple[int, float]]:
                 else:
                     world.Recv(buf, source=other, tag=1)
                     world.Send(buf, dest=other, tag=1)
-            elapsed = (_now() - t0) / iters / 2
-        sleep_until_all(world)
+            elapsed = (_now() - t0) / timed / 2
+        wait(world)
         out.append((n, world.bcast(elapsed, root=0)))
     return out
+
+
+def collective_factors(coll: dict, g: int, small, large) -> dict[str, float]:
+    """{kind: median measured / formula over the large messages (>= 64 KiB)} of
+    :func:`collectives`' rows on ``g`` ranks, the formula with the ping-pong fits ``small`` and
+    ``large`` (alpha, beta)."""
+    factors = {}
+    for kind, rows in coll.items():
+        ratios = [
+            avg / model
+            for n, avg, _, _ in rows
+            if n >= 1 << 16 and (model := collective_seconds(kind, n, g, *small, *large)) > 0
+        ]
+        if ratios:
+            factors[kind] = float(np.median(ratios))
+    return factors
 
 
 def _now() -> float:
@@ -196,46 +216,28 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
     return out
 
 
+def _count_iters(nbytes: int, quick: bool) -> tuple[int, int]:
+    """(warm-up, timed) ping-pong iterations at each rank count: fewer than :func:`_iters`,
+    since every count is measured."""
+    if quick:
+        return _iters(nbytes, True)
+    return 10, 200 if nbytes < 1 << 16 else 20
+
+
 def _one_count(comm, quick: bool, cores: int) -> dict:
-    g, rank = comm.Get_size(), comm.Get_rank()
-    points = []
-    for n in COUNT_P2P_SIZES:
-        buf = np.zeros(n, dtype=np.uint8)
-        warm, iters = _iters(n, True) if quick else (10, 200 if n < 1 << 16 else 20)
-        comm.Barrier()
-        elapsed = 0.0
-        if rank < 2:
-            for i in range(warm + iters):
-                if i == warm:
-                    t0 = _now()
-                if rank == 0:
-                    comm.Send(buf, dest=1, tag=2)
-                    comm.Recv(buf, source=1, tag=2)
-                else:
-                    comm.Recv(buf, source=0, tag=2)
-                    comm.Send(buf, dest=0, tag=2)
-            elapsed = (_now() - t0) / iters / 2
-        comm.Barrier()  # the other ranks wait here, in MPI, while 0 and 1 measure
-        points.append((n, comm.bcast(elapsed, root=0)))
+    # the other ranks wait in MPI (polling or yielding), as a run's idle ranks do
+    points = pingpong(comm, quick, COUNT_P2P_SIZES, _count_iters, lambda c: c.Barrier())
     small = fit([p for p in points if p[0] < EAGER_LIMIT])
     large = fit([p for p in points if p[0] >= 1 << 16])
-    factors = {}
-    for kind, rows in collectives(comm, quick, COUNT_COLL_SIZES).items():
-        ratios = [
-            avg / model
-            for n, avg, _, _ in rows
-            if (model := collective_seconds(kind, n, g, *small, *large)) > 0
-        ]
-        if ratios:
-            factors[kind] = float(np.median(ratios))
+    coll = collectives(comm, quick, COUNT_COLL_SIZES)
     shared = oversubscription(comm, cores, quick)
     return {
-        "ranks": g,
+        "ranks": comm.Get_size(),
         "alpha": small[0],
         "beta": small[1],
         "alpha_large": large[0],
         "beta_large": large[1],
-        "collective_factor": factors,
+        "collective_factor": collective_factors(coll, comm.Get_size(), small, large),
         "efficiency": shared[-1][1] if shared else 1.0,
     }
 
