@@ -70,6 +70,7 @@ class Comm:
         self.symbolic = not execute and not compute
         self._scratch: dict = {}
         self._groups: dict = {}  # axes -> (axes tuple, group size, this rank's rank in the group)
+        self._holds: dict = {}  # (transfer, itemsize) -> emulated seconds of a redistribution
 
     # -- bookkeeping ------------------------------------------------------------------------
     def scratch(self, name: str, like: np.ndarray) -> np.ndarray:
@@ -131,13 +132,32 @@ class Comm:
         (0: no hold)."""
         return self.clock.hold(ev, started, disp) if self.clock is not None else 0.0
 
-    def redistribute(self, block: np.ndarray, transfer, comm, matrix: str = "") -> np.ndarray:
-        """``block`` moved by a layouts.transfer.Transfer over ``comm``: one alltoallv event."""
+    def redistribute(
+        self, block: np.ndarray, transfer, comm, matrix: str = "", peers=None
+    ) -> np.ndarray:
+        """``block`` moved by a layouts.transfer.Transfer over ``comm``: one alltoallv event.
+        Under link emulation it is held to the links' time for this rank's messages
+        (LinkModel.exchange); ``peers[r]`` is the tree rank of ``comm``'s rank r (None: r)."""
         with self.span("redistribute", matrix=matrix):
+            started = time.perf_counter()
             out = transfer(block, comm)
+            if self.clock is not None:
+                hold_until(started + self._exchange_hold(transfer, comm, peers, block.itemsize))
         g, sent, n = comm.Get_size(), transfer.moving * block.itemsize, transfer.messages
         self._record(kind="alltoallv", group=g, nbytes=out.nbytes, sent=sent, messages=n)
         return out
+
+    def _exchange_hold(self, transfer, comm, peers, itemsize: int) -> float:
+        """The links' seconds for this rank's part of ``transfer`` (computed once)."""
+        key = (id(transfer), itemsize)
+        if key not in self._holds:
+            size = comm.Get_size()
+            tree = np.arange(size) if peers is None else np.asarray(peers, np.int64)
+            me = np.full(size, tree[comm.Get_rank()])
+            src, dst = np.concatenate([me, tree]), np.concatenate([tree, me])
+            nbytes = np.concatenate([transfer.sendcounts, transfer.recvcounts]) * itemsize
+            self._holds[key] = float(self.links.exchange(src, dst, nbytes)[me[0]])
+        return self._holds[key]
 
     def span(self, name: str, **args):
         """A trace span (no-op without a tracer)."""

@@ -122,10 +122,11 @@ def main(args) -> int:
         counts += at_each_count(world, args.quick, cores, least=cores + 1)
     else:
         counts = at_each_count(world, args.quick, cores)
-    kinds = sorted(set().union(*(c["collective_factor"] for c in counts)))
+    kinds = sorted(set().union(*(c.get("collective_factor", {}) for c in counts)))
     say(
         "\n# at each rank count, the others asleep: ping-pong fits with the rest waiting in MPI, "
-        "measured / formula per collective, GEMM time-slicing efficiency"
+        "measured / formula per collective, GEMM time-slicing efficiency (above the cores only "
+        "the efficiency: messages there are priced from this job's)"
     )
     say(
         f"{'ranks':>5} {'alpha [us]':>10} {'large [us]':>10} {'GB/s':>6} "
@@ -133,12 +134,15 @@ def main(args) -> int:
         + f" {'efficiency':>10}"
     )
     for c in counts:
-        say(
-            f"{c['ranks']:>5} {c['alpha'] * 1e6:>10.1f} {c['alpha_large'] * 1e6:>10.1f} "
-            f"{1 / c['beta_large'] / 1e9:>6.2f} "
-            + " ".join(f"{c['collective_factor'].get(k, float('nan')):>9.2f}" for k in kinds)
-            + f" {c['efficiency']:>10.3f}"
-        )
+        if "alpha" in c:
+            msgs = (
+                f"{c['alpha'] * 1e6:>10.1f} {c['alpha_large'] * 1e6:>10.1f} "
+                f"{1 / c['beta_large'] / 1e9:>6.2f} "
+                + " ".join(f"{c['collective_factor'].get(k, float('nan')):>9.2f}" for k in kinds)
+            )
+        else:
+            msgs = " ".join(f"{'-':>{w}}" for w in [10, 10, 6] + [9] * len(kinds))
+        say(f"{c['ranks']:>5} {msgs} {c['efficiency']:>10.3f}")
     shared = [[1.0, 1.0]] + [
         [c["ranks"] / cores, c["efficiency"]] for c in counts if c["ranks"] > cores
     ]

@@ -196,7 +196,10 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
     the other g - 2 wait in MPI (polling or yielding, as a run's idle ranks do), each
     collective's measured / formula factor on the g ranks with those fits (large messages),
     and the GEMM time-slicing efficiency when g exceeds the cores. [{"ranks": g, "alpha",
-    "beta", "alpha_large", "beta_large", "collective_factor": {kind: f}, "efficiency"}]."""
+    "beta", "alpha_large", "beta_large", "collective_factor": {kind: f}, "efficiency",
+    "yielding"}]. Where MPI yields (the job has more ranks than cores) only the efficiency is
+    measured: the model prices messages there from the launched job's (Profile.at), since
+    messages measured with the others yielding predicted runs worse."""
     from mpi4py import MPI
 
     rank = world.Get_rank()
@@ -208,8 +211,9 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
         sub = world.Split(0 if rank < g else MPI.UNDEFINED, rank)
         entry = None
         if sub != MPI.COMM_NULL:
-            entry = _one_count(sub, quick, cores)
-            entry["yielding"] = world.Get_size() > cores  # bench/machine.py's MPI settings
+            yielding = world.Get_size() > cores  # bench/machine.py's MPI settings
+            entry = _one_count(sub, quick, cores, messages=not yielding)
+            entry["yielding"] = yielding
             sub.Free()
         sleep_until_all(world)
         out.append(world.bcast(entry, root=0))
@@ -224,13 +228,16 @@ def _count_iters(nbytes: int, quick: bool) -> tuple[int, int]:
     return 10, 200 if nbytes < 1 << 16 else 20
 
 
-def _one_count(comm, quick: bool, cores: int) -> dict:
+def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
+    shared = oversubscription(comm, cores, quick)
+    efficiency = shared[-1][1] if shared else 1.0
+    if not messages:
+        return {"ranks": comm.Get_size(), "efficiency": efficiency}
     # the other ranks wait in MPI (polling or yielding), as a run's idle ranks do
     points = pingpong(comm, quick, COUNT_P2P_SIZES, _count_iters, lambda c: c.Barrier())
     small = fit([p for p in points if p[0] < EAGER_LIMIT])
     large = fit([p for p in points if p[0] >= 1 << 16])
     coll = collectives(comm, quick, COUNT_COLL_SIZES)
-    shared = oversubscription(comm, cores, quick)
     return {
         "ranks": comm.Get_size(),
         "alpha": small[0],
@@ -238,7 +245,7 @@ def _one_count(comm, quick: bool, cores: int) -> dict:
         "alpha_large": large[0],
         "beta_large": large[1],
         "collective_factor": collective_factors(coll, comm.Get_size(), small, large),
-        "efficiency": shared[-1][1] if shared else 1.0,
+        "efficiency": efficiency,
     }
 
 

@@ -18,7 +18,15 @@ from topology.hierarchy import cluster_size, is_cluster
 from topology.networks import NETWORKS
 
 from .errors import UsageError
-from .model import Prediction, communication_seconds, predict, schedule, stated_cost
+from .model import (
+    Prediction,
+    communication_seconds,
+    plan_moves,
+    predict,
+    price_moves,
+    schedule,
+    stated_cost,
+)
 from .units import format_bytes
 
 COMPUTE = ("gemm", "copy")
@@ -57,7 +65,8 @@ def sources(events, links, rpn: int) -> dict[str, str]:
 
 def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tuple[dict, str]:
     """The record and the text of a prediction on a cluster (rank 0's schedule; ``users``: the
-    layouts, native, since others are refused with --topology)."""
+    user's layouts, whose redistributions are priced as the kernel's messages are: between
+    nodes by the network, inside a node by the profile)."""
     from .runner import tree_setup
 
     tree, binding, links = tree_setup(args, plan, args.links)
@@ -70,6 +79,16 @@ def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tu
     stated = stated_cost(plan.algo, plan.shape, plan.P, plan.grid, profile, word, link=link)
     src = sources(events, links, rpn)
     comm = communication_seconds(events, profile, args.dtype, rpn, links)
+    moved = price_moves(
+        plan_moves(users or {}, plan) if users else [],
+        plan.P,
+        profile,
+        word,
+        rpn,
+        not getattr(args, "no_relabel", False),
+        links,
+    )
+    total = pred.seconds + moved.seconds
     made = profile.meta.get("ranks")
     record = {
         "algo": plan.algo,
@@ -85,7 +104,13 @@ def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tu
         "network": links.name,
         "layouts": plan.describe(),
         **pred.as_dict(),
-        "predicted_gflops": plan.flops / pred.seconds / 1e9 if pred.seconds else None,
+        "user_layouts": {n: str(u) for n, u in (users or {}).items()},
+        "predicted_seconds": total,
+        "predicted_multiply_seconds": pred.seconds,
+        "predicted_redistribute_in_seconds": moved.redistribute_in,
+        "predicted_redistribute_out_seconds": moved.redistribute_out,
+        "relabel_bytes_saved": moved.bytes_saved,
+        "predicted_gflops": plan.flops / total / 1e9 if total else None,
         "phase_sources": src,
         "communication_seconds": comm,
         "profile_ranks": made,
@@ -107,7 +132,17 @@ def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tu
             f"{kind:<16}{sec:>14.6f}{comm.get(kind, sec):>13.6f}  {src.get(kind, '')}"
             for kind, sec in sorted(pred.phases.items(), key=lambda kv: -kv[1])
         ),
-        f"{'total':<16}{pred.seconds:>14.6f}   {record['predicted_gflops']:.1f} GFLOP/s",
+        *(
+            [
+                f"{'kernel':<16}{pred.seconds:>14.6f}",
+                f"{'redistribute in':<16}{moved.redistribute_in:>14.6f}  "
+                "between nodes: network; inside a node: profile",
+                f"{'redistribute out':<16}{moved.redistribute_out:>14.6f}",
+            ]
+            if moved.seconds
+            else []
+        ),
+        f"{'total':<16}{total:>14.6f}   {record['predicted_gflops']:.1f} GFLOP/s",
         f"rank 0 sends {format_bytes(pred.bytes_sent, 'MiB')} in {pred.messages} messages; "
         + ", ".join(f"{lv} {format_bytes(n, 'MiB')}" for lv, n in sorted(pred.level_bytes.items())),
     ]

@@ -89,10 +89,15 @@ class Pipeline:
         inverse = [int(t) for t in np.argsort(e2e.ranks)]  # job rank -> native mesh rank
         self.transfers = {}  # worked out once, before the timed repetitions
         for m in e2e.moves:
-            comm, ranks = (world, e2e.ranks) if m.into else (mesh.comm, inverse)
+            # over the job (rank t: tree rank t) in, over the mesh's communicator (rank d: job
+            # rank ranks[d]) out
+            comm, ranks, peers = (
+                (world, e2e.ranks, None) if m.into else (mesh.comm, inverse, e2e.ranks)
+            )
             self.transfers[m.matrix] = (
                 transfer(m.src, m.src_mesh, m.dst, m.dst_mesh, comm, ranks),
                 comm,
+                peers,
             )
         self.laps: dict[str, list[float]] = {p: [] for p in PHASES}
         self.sent = dict.fromkeys(PHASES, 0)
@@ -124,8 +129,8 @@ class Pipeline:
     def _move(self, matrix: str, block):
         if matrix not in self.transfers:
             return block
-        plan, comm = self.transfers[matrix]
-        return self.io.redistribute(block, plan, comm, matrix)
+        plan, comm, peers = self.transfers[matrix]
+        return self.io.redistribute(block, plan, comm, matrix, peers)
 
 
 __all__ = ["PHASES", "EndToEnd", "Pipeline", "end_to_end", "job_comm"]

@@ -189,14 +189,16 @@ def layout_specs(args: argparse.Namespace) -> dict[str, str]:
 def resolved_layouts(args: argparse.Namespace, shape, P: int) -> dict:
     """{"A", "B", "C": layouts.endpoints.UserLayout} of --layouts/--layout-a/-b/-c for this shape
     and rank count (LayoutError / MeshError with one line when bad); anything but native is
-    refused on a tree (--topology), where redistribution is not modelled."""
+    refused on the MN-Core tree, where redistribution is not modelled (a cluster takes any)."""
     from layouts.endpoints import user_layouts
 
     from .errors import UsageError
 
     users = user_layouts(layout_specs(args), tuple(shape), P)
-    if getattr(args, "topology", "mesh") != "mesh" and not all(u.native for u in users.values()):
+    topology = getattr(args, "topology", "mesh")
+    if topology.startswith("mncore") and not all(u.native for u in users.values()):
         raise UsageError(
-            "--layouts other than native with --topology (a tree or a cluster): not supported yet"
+            "--layouts other than native on the MN-Core tree (--topology mncore): not supported "
+            "(use a plain mesh or --topology cluster:NODES,RANKS_PER_NODE)"
         )
     return users

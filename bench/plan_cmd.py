@@ -131,7 +131,7 @@ def main(args) -> int:
         return _chain_main(args, profile, rpn)
     shape = tuple(args.shape)
     if args.layouts is None:
-        args.layouts = "block" if args.topology == "mesh" else "native"
+        args.layouts = "native" if args.topology.startswith("mncore") else "block"
     users = resolved_layouts(args, shape, P)
     top = args.top or (3 if args.run else 15)
     keep = None if args.exhaustive else max(top, 15)

@@ -18,11 +18,19 @@ from .model import Profile, plan_moves, price_moves
 from .model.bound import words_bound
 
 
-def lower_bound_seconds(plan, users: dict, profile: Profile, itemsize: int, rpn: int) -> float:
+def lower_bound_seconds(
+    plan, users: dict, profile: Profile, itemsize: int, rpn: int, links=None
+) -> float:
     """Seconds no redistribution into ``plan``'s layouts can beat: for A and B, the elements an
-    average rank needs (its replicated copies included) beyond the largest user block."""
+    average rank needs (its replicated copies included) beyond the largest user block, at the
+    cheapest bandwidth a byte can take (the node's, or a priced link's)."""
     at = profile.at(rpn)
     beta = min(at.beta, at.beta_large) * at.collective_factor.get("alltoall", 1.0) * at.comm_scale
+    if links is not None:
+        from topology.hierarchy import levels_of
+
+        priced = [links.alpha_beta(lv)[1] for lv in levels_of(links.tree) if links.models(lv)]
+        beta = min([beta, *priced])
     words = 0.0
     for name in ("A", "B"):
         user = users[name]
@@ -39,9 +47,11 @@ class Redistributions:
     """The redistributions of candidates from and to the user's layouts, priced once per native
     layouts and mesh."""
 
-    def __init__(self, users: dict, profile: Profile, itemsize: int, rpn: int, relabel: bool):
+    def __init__(
+        self, users: dict, profile: Profile, itemsize: int, rpn: int, relabel: bool, links=None
+    ):
         self.users, self.profile, self.itemsize = users, profile, itemsize
-        self.rpn, self.relabel = rpn, relabel
+        self.rpn, self.relabel, self.links = rpn, relabel, links
         self.specs = {n: u.spec for n, u in users.items()}
         self.prices: dict = {}
 
@@ -55,6 +65,7 @@ class Redistributions:
                 self.itemsize,
                 self.rpn,
                 self.relabel,
+                self.links,
             )
         return self.prices[key]
 
@@ -62,7 +73,9 @@ class Redistributions:
         return self.price(plan).seconds
 
     def lower_bound(self, plan) -> float:
-        return lower_bound_seconds(plan, self.users, self.profile, self.itemsize, self.rpn)
+        return lower_bound_seconds(
+            plan, self.users, self.profile, self.itemsize, self.rpn, self.links
+        )
 
     def describe(self, c) -> None:
         """Set candidate ``c``'s redistribution fields (its kernel fields are set)."""

@@ -162,7 +162,7 @@ def candidates(
     npdt = np.dtype(dtype)
     moves = None
     if users is not None and not all(u.native for u in users.values()):
-        moves = Redistributions(users, profile, npdt.itemsize, rpn, relabel)
+        moves = Redistributions(users, profile, npdt.itemsize, rpn, relabel, links)
     cands: list[Candidate] = []
     jobs: list[Job] = []
     prices: dict = {}  # one price per distinct operation, shared by every candidate

@@ -24,6 +24,7 @@ from .runner import (
     bound_layouts,
     check_memory,
     check_paths,
+    cluster_relabelled,
     dump,
     make_plan,
     run_plan,
@@ -129,7 +130,7 @@ def main(args) -> int:
     tree, binding, links = tree_setup(args, plan, args.emulate_links)
     e2e = end_to_end(layout_specs(args), plan, dtype.itemsize, relabel=not args.no_relabel)
     if tree is not None and not e2e.native:
-        raise UsageError("--layouts other than native are not supported with --topology yet")
+        binding = cluster_relabelled(tree, binding, e2e)
     from topology import Mesh
 
     tracer = None
@@ -171,7 +172,7 @@ def main(args) -> int:
         rpn = facts["ranks_per_node"]
         events = schedule(module, plan, 0, dtype, binding, tree)
         kernel = predict(events, profile, str(dtype), rpn, links=links).as_dict()
-        moved = move_seconds(e2e.moves, e2e.ranks, profile, dtype.itemsize, rpn)
+        moved = move_seconds(e2e.moves, e2e.ranks, profile, dtype.itemsize, rpn, links)
         result.update(kernel)
         result["predicted_multiply_seconds"] = kernel["predicted_seconds"]
         for phase, seconds in moved.items():
@@ -254,10 +255,11 @@ def format_result(r: dict) -> str:
     if "topology" in r:
         sizes = ", ".join(f"{k}={v}" for k, v in r["tree"].items())
         emulated = f"{r['emulate_links']} (emulated)" if r["emulate_links"] else "not emulated"
-        lines[1:2] = [
-            f"tree         {r['topology']} ({sizes}); binding {r['binding']}; links {emulated}",
-            "layouts (MN-Core notation):",
-        ]
+        lines.insert(
+            1, f"tree         {r['topology']} ({sizes}); binding {r['binding']}; links {emulated}"
+        )
+        if "layouts:" in lines:
+            lines[lines.index("layouts:")] = "layouts (MN-Core notation):"
         lines.append(
             "per level    "
             + ", ".join(f"{lv} {mib(n)}" for lv, n in r["level_bytes"].items())

@@ -217,3 +217,57 @@ def test_plan_run_can_emulate_the_network(tmp_path):
     r = distmm("plan", "--shape", "256,256,256", "--P", "4", "--profile", str(prof),
                "--topology", "cluster:2,2", "--run", "--emulate")  # fmt: skip
     assert r.returncode == 2 and "--network" in r.stderr
+
+
+def test_relabelled_rank_order():
+    """An end-to-end run's relabelling puts native mesh rank d on job (tree) rank ranks[d]."""
+    tree = parse_topology("cluster:2,2")
+    plan = get("summa").plan((64, 64, 64), 4, grid=(2, 2))
+    perm = (0, 2, 1, 3)
+    b = RankOrder(plan.mesh, ranks=perm)
+    assert str(b) == "ranks (relabelled)"
+    for d in range(4):
+        coords = plan.mesh.coords(d)
+        assert b.tree_coords(coords, tree) == tree.coords(perm[d])
+        assert b.algo_coords(tree.coords(perm[d]), tree) == coords
+    # native rank 0's row (x=0: ranks 0, 1) runs on job ranks 0 and 2: across the nodes
+    assert b.group_levels(tree, plan.mesh.coords(0), ("y",)) == {"node": 1}
+    assert RankOrder(plan.mesh).group_levels(tree, plan.mesh.coords(0), ("y",)) == {"local": 1}
+
+
+def test_link_exchange_prices_messages_between_nodes(tmp_path):
+    """LinkModel.exchange: per rank, the longer of its sends and receives over priced levels;
+    messages inside a node (unpriced under a network preset) cost nothing there."""
+    import json
+
+    f = tmp_path / "net.json"
+    f.write_text(json.dumps({"node": {"alpha": 1e-3, "bandwidth": 1e6}}))
+    tree = parse_topology("cluster:2,2")  # nodes {0, 1}, {2, 3}; 2 ranks share a link
+    links = LinkModel.load(str(f), tree)
+    src, dst, n = np.array([0, 0, 3, 1]), np.array([1, 2, 0, 1]), np.array([10, 100, 50, 7])
+    assert links.pair_levels(src, dst).tolist() == [1, 0, 0, -1]
+    assert links.crosses(src, dst).tolist() == [False, True, True, False]
+    t = links.exchange(src, dst, n)
+    send0, recv0 = 1e-3 + 100 * 2 / 1e6, 1e-3 + 50 * 2 / 1e6
+    assert t[0] == pytest.approx(max(send0, recv0))
+    assert t[1] == 0 and t[2] == pytest.approx(send0) and t[3] == pytest.approx(recv0)
+
+
+def test_redistribution_on_a_cluster_prices_the_network(tmp_path):
+    """Moves between nodes cost the network's time; the model with links never prices a move
+    below what the links alone take, and a slower network costs more."""
+    from bench.model import Profile, plan_moves, price_moves
+    from layouts.endpoints import user_layouts
+
+    prof = Profile.load(_profile(tmp_path, 2e-6, "p.json"))
+    plan = get("cannon").plan((512, 512, 512), 4)
+    users = user_layouts(dict.fromkeys("ABC", "cols"), plan.shape, 4)
+    tree = parse_topology("cluster:2,2")
+    plain = price_moves(plan_moves(users, plan), 4, prof, 4, 2)
+    slow, fast = (
+        price_moves(plan_moves(users, plan), 4, prof, 4, 2, links=LinkModel.load(net, tree))
+        for net in ("1gbe", "ib-ndr")
+    )
+    assert slow.seconds > fast.seconds
+    assert slow.seconds > plain.seconds
+    assert slow.words == plain.words == fast.words  # the same moves, priced differently

@@ -48,3 +48,86 @@ def test_cluster_placement_and_emulation(topo, tmp_path_factory):
             assert t >= ALPHA
     finally:
         mesh.free()
+
+
+def _slow_links(tree, tmp_path_factory, alpha=ALPHA):
+    path = None
+    if MPI.COMM_WORLD.Get_rank() == 0:
+        path = tmp_path_factory.mktemp("net") / "slow.json"
+        path.write_text(json.dumps({"node": {"alpha": alpha, "bandwidth": 1e12}}))
+    return LinkModel.load(MPI.COMM_WORLD.bcast(str(path) if path else None, root=0), tree)
+
+
+def _run_e2e(name, specs, tree, links):
+    """As `distmm run --layouts ... --topology cluster:... --emulate-links` sets a run up."""
+    import numpy as np
+
+    from bench.endtoend import end_to_end, job_comm
+    from bench.runner import cluster_relabelled
+
+    module = get(name)
+    plan = module.plan((24, 20, 16), 4)
+    e2e = end_to_end(specs, plan, 8)
+    binding = cluster_relabelled(tree, default_binding(plan.mesh, tree), e2e)
+    world = MPI.COMM_WORLD
+    job = job_comm(world, e2e)
+    mesh = Mesh(plan.mesh, job, binding=binding, tree=tree)
+    try:
+        # the relabelled mesh runs where the job's ranks are: native rank d on job rank ranks[d]
+        assert mesh.tree_coords == tree.coords(world.Get_rank())
+        assert e2e.ranks[mesh.rank] == world.Get_rank()
+        result, _ = run_plan(
+            module, plan, mesh, np.dtype("float64"), 2, 0, "exact", links=links, e2e=e2e,
+            world=world,
+        )  # fmt: skip
+    finally:
+        mesh.free()
+        if job is not world:
+            job.Free()
+    return result, e2e
+
+
+@pytest.mark.mpi
+@needs4
+@pytest.mark.timeout(120)
+def test_end_to_end_on_a_cluster_holds_redistributions_to_the_network(tmp_path_factory):
+    """From 2x2 block-cyclic layouts on cluster:2,2 with a slow network: verified, and each
+    redistribution takes at least the network's time for the messages it sends between nodes."""
+    import numpy as np
+
+    from layouts.endpoints import move_counts
+
+    tree = parse_topology("cluster:2,2")
+    links = _slow_links(tree, tmp_path_factory)
+    r, e2e = _run_e2e("cannon", dict.fromkeys("ABC", "block-cyclic:2"), tree, links)
+    assert r["verified"], r["max_rel_error"]
+    for into, phase in ((True, "redistribute_in"), (False, "redistribute_out")):
+        held = 0.0
+        for m in e2e.moves:
+            if m.into == into:
+                counts = move_counts(m, e2e.ranks)
+                src, dst = np.nonzero(counts)
+                held += links.exchange(src, dst, counts[src, dst] * 8).max()
+        assert held >= ALPHA  # block-cyclic to blocks crosses the nodes
+        assert r["phases"][phase]["seconds"] >= held
+
+
+@pytest.mark.mpi
+@needs4
+@pytest.mark.timeout(120)
+def test_relabelled_mesh_on_a_cluster(tmp_path_factory):
+    """SUMMA's own layouts on the transposed mesh: the relabelled mesh moves nothing, and its
+    kernel's messages cross the nodes where the relabelled ranks actually run."""
+    tree = parse_topology("cluster:2,2")
+    links = _slow_links(tree, tmp_path_factory)
+    plan = get("summa").plan((24, 20, 16), 4)
+    p, q = plan.mesh.shape
+    specs = {
+        n: str(getattr(plan, n)).replace("_x", "_b").replace("_y", "_a") + f"@a={q},b={p}"
+        for n in "ABC"
+    }
+    r, e2e = _run_e2e("summa", specs, tree, links)
+    assert r["verified"] and not e2e.relabelling.is_identity
+    assert r["relabel"]["bytes_after"] == 0
+    assert r["phases"]["redistribute_in"]["seconds"] < ALPHA  # nothing held: nothing moved
+    assert r["multiply_seconds"] >= ALPHA  # broadcasts between nodes are

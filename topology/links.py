@@ -24,6 +24,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from .costs import collective_seconds
 from .hierarchy import below, crossing_level_coords, kind_of, levels_of, members_by_level
 from .mesh import AbstractMesh, MeshError
@@ -127,6 +129,43 @@ class LinkModel:
             return 0.0
         a, b = self.alpha_beta(level)
         return collective_seconds(kind, nbytes, g, a, b)
+
+    def pair_levels(self, src, dst) -> np.ndarray:
+        """For messages from tree rank ``src[i]`` to ``dst[i]`` (arrays): the index in
+        ``levels_of(tree)`` of the outermost level each crosses, -1 within one rank."""
+        levels = levels_of(self.tree)
+        cs = dict(zip(self.tree.names, np.unravel_index(src, self.tree.shape), strict=True))
+        cd = dict(zip(self.tree.names, np.unravel_index(dst, self.tree.shape), strict=True))
+        out = np.full(np.shape(src), -1, np.int64)
+        for i in reversed(range(len(levels))):  # outermost last: it wins
+            out[cs[levels[i]] != cd[levels[i]]] = i
+        return out
+
+    def crosses(self, src, dst) -> np.ndarray:
+        """Whether each message from tree rank ``src[i]`` to ``dst[i]`` crosses a level this
+        model prices (the others are left to the node's profile)."""
+        priced = np.array([self.models(lv) for lv in levels_of(self.tree)] + [False])
+        return priced[self.pair_levels(src, dst)]
+
+    def exchange(self, src, dst, nbytes) -> np.ndarray:
+        """Seconds per tree rank of its part of an exchange (an Alltoallv) in which tree rank
+        ``src[i]`` sends ``nbytes[i]`` to ``dst[i]``, over the levels this model prices: each
+        message crossing level L costs ``alpha_L + n * share_L / bandwidth_L``, one after
+        another, and a rank takes the longer of its sending and its receiving. Messages that
+        cross no priced level cost nothing here."""
+        levels = levels_of(self.tree)
+        cost = np.zeros(len(levels) + 1)  # per message: alpha; per byte: beta (-1: no level)
+        per_byte = np.zeros(len(levels) + 1)
+        for i, lv in enumerate(levels):
+            if self.models(lv):
+                cost[i], per_byte[i] = self.alpha_beta(lv)
+        at = self.pair_levels(src, dst)
+        seconds = cost[at] + np.asarray(nbytes, float) * per_byte[at]
+        seconds = np.where(np.asarray(nbytes) > 0, seconds, 0.0)
+        n = self.tree.size
+        return np.maximum(
+            np.bincount(src, seconds, minlength=n), np.bincount(dst, seconds, minlength=n)
+        )
 
     def as_dict(self) -> dict:
         return {

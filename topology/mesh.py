@@ -162,13 +162,16 @@ class Mesh(_Axes):
             list(self.tree.shape), periods=[True] * len(self.tree.axes), reorder=False
         )
         self.rank = self.cart.Get_rank()
-        self.tree_coords = self.tree.coords(self.rank)
-        self.coords = self.binding.algo_coords(self.tree_coords, self.tree)
         if self.binding.by_levels:
+            self.tree_coords = self.tree.coords(self.rank)
+            self.coords = self.binding.algo_coords(self.tree_coords, self.tree)
             self.physical = PhysicalView(
                 self.tree, self.comm, self.cart, self.rank, self.tree_coords
             )
-        else:  # a cluster: tree rank = algorithm rank, so the mesh itself is the physical view
+        else:  # a cluster: the communicator's rank is the algorithm's (the binding says where
+            # it runs), so the mesh itself is the physical view
+            self.coords = self.abstract.coords(self.rank)
+            self.tree_coords = self.binding.tree_coords(self.coords, self.tree)
             self.physical = PhysicalView(
                 self.abstract, self.comm, self.cart, self.rank, self.coords
             )

@@ -145,24 +145,31 @@ class Binding:
 
 @dataclass(frozen=True)
 class RankOrder:
-    """A cluster's placement: algorithm rank r (row-major over ``algo``) is tree rank r, so
-    an axis is not a group of levels; levels come from the ranks themselves."""
+    """A cluster's placement: algorithm rank r (row-major over ``algo``) is tree rank r, or
+    ``ranks[r]`` where an end-to-end run relabels the mesh (COSTA's rank order: native mesh rank
+    d runs on job rank ``ranks[d]``, and job rank t is tree rank t). An axis is not a group of
+    levels; levels come from the ranks themselves."""
 
     algo: AbstractMesh
+    ranks: tuple[int, ...] | None = None
     by_levels = False
 
     def __str__(self) -> str:
-        return "ranks"
+        return "ranks" if self.ranks is None else "ranks (relabelled)"
 
     def check(self, algo: AbstractMesh, tree: AbstractMesh) -> None:
         if algo != self.algo or algo.size != tree.size:
             raise MeshError(f"mesh {algo} does not fill cluster {tree} rank for rank")
 
+    def tree_rank(self, algo_rank: int) -> int:
+        return algo_rank if self.ranks is None else self.ranks[algo_rank]
+
     def tree_coords(self, algo_coords: Mapping[str, int], tree: AbstractMesh) -> dict[str, int]:
-        return tree.coords(self.algo.rank(algo_coords))
+        return tree.coords(self.tree_rank(self.algo.rank(algo_coords)))
 
     def algo_coords(self, tree_coords: Mapping[str, int], tree: AbstractMesh) -> dict[str, int]:
-        return self.algo.coords(tree.rank(tree_coords))
+        t = tree.rank(tree_coords)
+        return self.algo.coords(t if self.ranks is None else self.ranks.index(t))
 
     def group_levels(
         self, tree: AbstractMesh, coords: Mapping[str, int], axes: Sequence[str]
@@ -171,9 +178,9 @@ class RankOrder:
         differ: block placement need not align groups with nodes)."""
         levels = levels_of(tree)
         me = self.algo.rank(coords)
-        mine = tree.coords(me)
+        mine = tree.coords(self.tree_rank(me))
         n = Counter(
-            crossing_level_coords(tree.coords(r), mine, levels)
+            crossing_level_coords(tree.coords(self.tree_rank(r)), mine, levels)
             for r in self.algo.group(me, axes)
             if r != me
         )

@@ -2,7 +2,9 @@
 exchanges (layouts/transfer.exchange_counts, the counts the real Alltoallv sends), priced as
 that all-to-all with the calibrated parameters (Profile.exchange: the same pairwise-exchange
 formula and calibrated factor as ``Profile.collective("alltoall", ...)``, so a uniform
-redistribution costs exactly the calibrated all-to-all of its volume)."""
+redistribution costs exactly the calibrated all-to-all of its volume). On a cluster the messages
+between nodes are priced by the network's links instead (topology.links.LinkModel.exchange), as
+the kernel's are."""
 
 from __future__ import annotations
 
@@ -37,41 +39,58 @@ class MovePrice:
         return self.redistribute_in + self.redistribute_out
 
 
-def _busiest(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(messages, elements, copied) per rank of an exchange: the larger of what it sends and
-    receives (the diagonal, a local copy, excluded), and what it packs and unpacks (all it
-    sends and receives, the diagonal included)."""
-    off = counts * (1 - np.eye(len(counts), dtype=counts.dtype))
-    sent, recv = off.sum(axis=1), off.sum(axis=0)
-    messages = np.maximum((off > 0).sum(axis=1), (off > 0).sum(axis=0))
-    return messages, np.maximum(sent, recv), counts.sum(axis=1) + counts.sum(axis=0)
-
-
-def _exchange_seconds(
-    profile: Profile, messages, elements, copied, itemsize: int, ranks_per_node: int
+def pairs_seconds(
+    src, dst, count, P: int, profile: Profile, itemsize: int, ranks_per_node: int, links=None
 ) -> float:
-    """The busiest rank's time: its messages and bytes (Profile.exchange, with the parameters
-    at ``ranks_per_node``) plus packing what it sends into one buffer and unpacking what it
-    receives (layouts/transfer.Transfer) at the profile's copy bandwidth, slowed as GEMMs are
-    where ranks share cores."""
+    """Seconds for one Alltoallv in which job rank ``src[i]`` sends ``count[i]`` elements to
+    ``dst[i]`` (each pair once; src == dst is a local copy): the busiest rank's time. A rank's
+    messages and bytes (the larger of what it sends and receives) are priced by Profile.exchange
+    at ``ranks_per_node``; with ``links`` (a cluster's network: topology.links.LinkModel, job
+    rank = tree rank) those crossing a priced level are priced by the links instead
+    (LinkModel.exchange), and the rank takes the longer of the two parts, which run at once.
+    Packing what it sends into one buffer and unpacking what it receives
+    (layouts/transfer.Transfer) is added at the profile's copy bandwidth, slowed as GEMMs are
+    where ranks share cores. Nothing moving between ranks costs nothing."""
+    src, dst, count = (np.asarray(x, np.int64) for x in (src, dst, count))
+    off = src != dst
+    if not count[off].any():
+        return 0.0
+    copied = np.bincount(src, count, minlength=P) + np.bincount(dst, count, minlength=P)
+    net = np.zeros_like(off)
+    if links is not None:
+        net = off & links.crosses(src, dst)
+    local = off & ~net
+    messages, elements = _busiest(src[local], dst[local], count[local], P)
     at = profile.at(ranks_per_node)
-    per_rank = at.exchange(messages, elements * itemsize) * at.comm_scale
+    per_rank = np.where(elements > 0, at.exchange(messages, elements * itemsize), 0.0)
+    per_rank = per_rank * at.comm_scale
+    if net.any():
+        per_rank = np.maximum(per_rank, links.exchange(src[net], dst[net], count[net] * itemsize))
     per_rank = per_rank + copied * itemsize / profile.copy_bandwidth * profile.slowdown(
         ranks_per_node
     )
     return float(np.max(per_rank))
 
 
+def _busiest(src, dst, count, P: int) -> tuple[np.ndarray, np.ndarray]:
+    """(messages, elements) per rank of the messages (src[i] -> dst[i], count[i] elements,
+    each pair once, none to itself): the larger of what it sends and what it receives."""
+    sent = np.bincount(src, count, minlength=P)
+    recv = np.bincount(dst, count, minlength=P)
+    messages = np.maximum(np.bincount(src, minlength=P), np.bincount(dst, minlength=P))
+    return messages, np.rint(np.maximum(sent, recv)).astype(np.int64)
+
+
 def transfer_seconds(
-    counts: np.ndarray, itemsize: int, profile: Profile, ranks_per_node: int
+    counts: np.ndarray, itemsize: int, profile: Profile, ranks_per_node: int, links=None
 ) -> float:
-    """Seconds for one Alltoallv in which job rank s sends ``counts[s, t]`` elements to rank t
-    (the diagonal is a local copy): the busiest rank's messages and bytes (the larger of what
-    it sends and receives) priced by Profile.exchange at ``ranks_per_node``."""
-    messages, elements, copied = _busiest(np.asarray(counts))
-    if not elements.any():
-        return 0.0
-    return _exchange_seconds(profile, messages, elements, copied, itemsize, ranks_per_node)
+    """:func:`pairs_seconds` of one Alltoallv in which job rank s sends ``counts[s, t]``
+    elements to rank t (the diagonal is a local copy)."""
+    counts = np.asarray(counts)
+    src, dst = np.nonzero(counts)
+    return pairs_seconds(
+        src, dst, counts[src, dst], len(counts), profile, itemsize, ranks_per_node, links
+    )
 
 
 def move_seconds(
@@ -80,13 +99,16 @@ def move_seconds(
     profile: Profile,
     itemsize: int,
     ranks_per_node: int,
+    links=None,
 ) -> dict[str, float]:
     """{"redistribute_in": s, "redistribute_out": s}: the end-to-end run's moves priced (A and B
-    in, C out), native mesh rank d on job rank ``ranks[d]``."""
+    in, C out), native mesh rank d on job rank ``ranks[d]``; ``links`` as for
+    :func:`pairs_seconds`."""
     out = {"redistribute_in": 0.0, "redistribute_out": 0.0}
     for m in all_moves:
         phase = "redistribute_in" if m.into else "redistribute_out"
-        out[phase] += transfer_seconds(move_counts(m, ranks), itemsize, profile, ranks_per_node)
+        counts = move_counts(m, ranks)
+        out[phase] += transfer_seconds(counts, itemsize, profile, ranks_per_node, links)
     return out
 
 
@@ -97,6 +119,7 @@ def price_moves(
     itemsize: int,
     ranks_per_node: int,
     relabel: bool = True,
+    links=None,
 ) -> MovePrice:
     """:func:`move_seconds` with the relabelling an end-to-end run makes (unless ``relabel`` is
     False), and the words the moves make the busiest rank send or receive.
@@ -120,25 +143,11 @@ def price_moves(
         else:  # replicated sources choose among holders: the house's exact counts
             src, dst = np.nonzero(move_counts(m, ranks))
             c = move_counts(m, ranks)[src, dst]
-        messages, elements, copied = _busiest_sparse(src, dst, c, P)
-        if elements.any():
-            phases[m.into] += _exchange_seconds(
-                profile, messages, elements, copied, itemsize, ranks_per_node
-            )
-        words += int(elements.max())
+        phases[m.into] += pairs_seconds(src, dst, c, P, profile, itemsize, ranks_per_node, links)
+        off = src != dst
+        words += int(_busiest(src[off], dst[off], c[off], P)[1].max(initial=0))
     saved = found.bytes_saved if found is not None else 0
     return MovePrice(phases[True], phases[False], words, ranks, saved)
-
-
-def _busiest_sparse(src, dst, count, P: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_busiest` from the nonzero (src, dst, count) entries, each pair once."""
-    copied = np.bincount(src, count, minlength=P) + np.bincount(dst, count, minlength=P)
-    off = src != dst
-    s, t, w = src[off], dst[off], count[off]
-    sent = np.bincount(s, w, minlength=P)
-    recv = np.bincount(t, w, minlength=P)
-    messages = np.maximum(np.bincount(s, minlength=P), np.bincount(t, minlength=P))
-    return messages, np.rint(np.maximum(sent, recv)).astype(np.int64), copied
 
 
 _EDGES_PER_RANK = 8
@@ -235,6 +244,7 @@ def redistribution_seconds(
 __all__ = [
     "MovePrice",
     "move_seconds",
+    "pairs_seconds",
     "plan_moves",
     "price_moves",
     "redistribution_seconds",
