@@ -9,15 +9,12 @@ Modes: ``execute=True`` moves data over MPI. ``execute=False`` ("compute-only") 
 loop with every communication a no-op that returns buffers of the right shape, so timing it
 measures the local GEMMs alone on the same ranks. ``execute=False, compute=False`` ("symbolic")
 skips the GEMMs too: the loop only records its schedule, with no MPI at all, for the cost model.
-A symbolic Comm touches no buffer memory: its work buffers (``scratch``, ``empty``, ``zeros``)
-and the results of its collectives are placeholders (algorithms/symbolic.py), and the local
-arithmetic loops do between operations goes through ``add``, which it skips; so its cost does
-not depend on the matrix sizes.
+A symbolic Comm touches no buffer memory: its buffers and results are placeholders
+(algorithms/symbolic.py) and it skips ``add`` (local arithmetic): its cost is size-independent.
 
 Non-blocking operations return a :class:`Pending`; its ``wait()`` appends a ``wait`` event naming
-the operation. On a machine hierarchy (a mesh with a binding, topology/tree.py) communication
-events carry their levels; with ``links`` and ``emulate=True`` operations are held to the link
-model's time (algorithms/levels.py).
+the operation. On a machine hierarchy (a mesh with a binding, topology/tree.py) events carry
+their levels; with ``links`` and ``emulate=True`` operations are held to the links' time.
 """
 
 from __future__ import annotations
@@ -70,7 +67,6 @@ class Comm:
         self.symbolic = not execute and not compute
         self._scratch: dict = {}
         self._groups: dict = {}  # axes -> (axes tuple, group size, this rank's rank in the group)
-        self._holds: dict = {}  # (transfer, itemsize) -> emulated seconds of a redistribution
 
     # -- bookkeeping ------------------------------------------------------------------------
     def scratch(self, name: str, like: np.ndarray) -> np.ndarray:
@@ -135,29 +131,16 @@ class Comm:
     def redistribute(
         self, block: np.ndarray, transfer, comm, matrix: str = "", peers=None
     ) -> np.ndarray:
-        """``block`` moved by a layouts.transfer.Transfer over ``comm``: one alltoallv event.
-        Under link emulation it is held to the links' time for this rank's messages
-        (LinkModel.exchange); ``peers[r]`` is the tree rank of ``comm``'s rank r (None: r)."""
+        """``block`` moved by a layouts.transfer.Transfer over ``comm``: one alltoallv event,
+        held to the links' time under emulation (``peers``: see LinkClock.exchange)."""
         with self.span("redistribute", matrix=matrix):
             started = time.perf_counter()
             out = transfer(block, comm)
             if self.clock is not None:
-                hold_until(started + self._exchange_hold(transfer, comm, peers, block.itemsize))
+                hold_until(started + self.clock.exchange(transfer, comm, peers, block.itemsize))
         g, sent, n = comm.Get_size(), transfer.moving * block.itemsize, transfer.messages
         self._record(kind="alltoallv", group=g, nbytes=out.nbytes, sent=sent, messages=n)
         return out
-
-    def _exchange_hold(self, transfer, comm, peers, itemsize: int) -> float:
-        """The links' seconds for this rank's part of ``transfer`` (computed once)."""
-        key = (id(transfer), itemsize)
-        if key not in self._holds:
-            size = comm.Get_size()
-            tree = np.arange(size) if peers is None else np.asarray(peers, np.int64)
-            me = np.full(size, tree[comm.Get_rank()])
-            src, dst = np.concatenate([me, tree]), np.concatenate([tree, me])
-            nbytes = np.concatenate([transfer.sendcounts, transfer.recvcounts]) * itemsize
-            self._holds[key] = float(self.links.exchange(src, dst, nbytes)[me[0]])
-        return self._holds[key]
 
     def span(self, name: str, **args):
         """A trace span (no-op without a tracer)."""

@@ -15,6 +15,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from topology.hierarchy import crossing_level_coords, levels_of
 from topology.links import LinkModel
 
@@ -86,6 +88,7 @@ class LinkClock:
     levels: TreeLevels
     links: LinkModel
     free: float = 0.0  # perf_counter time at which the channel is free
+    exchanges: dict = field(default_factory=dict)  # (transfer, itemsize) -> seconds
 
     def seconds(self, ev: Event, disp: int = 0) -> float:
         """Emulated duration of an operation on the tree's links."""
@@ -106,6 +109,20 @@ class LinkClock:
 
     def reset(self) -> None:
         self.free = 0.0
+
+    def exchange(self, transfer, comm, peers, itemsize: int) -> float:
+        """Seconds the links take for this rank's part of a redistribution (a
+        layouts.transfer.Transfer over ``comm``, whose rank r is tree rank ``peers[r]``, or r
+        with ``peers`` None): LinkModel.exchange, computed once per transfer."""
+        key = (id(transfer), itemsize)
+        if key not in self.exchanges:
+            size = comm.Get_size()
+            tree = np.arange(size) if peers is None else np.asarray(peers, np.int64)
+            me = np.full(size, tree[comm.Get_rank()])
+            src, dst = np.concatenate([me, tree]), np.concatenate([tree, me])
+            nbytes = np.concatenate([transfer.sendcounts, transfer.recvcounts]) * itemsize
+            self.exchanges[key] = float(self.links.exchange(src, dst, nbytes)[me[0]])
+        return self.exchanges[key]
 
 
 def hold_until(deadline: float) -> None:

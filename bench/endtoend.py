@@ -69,6 +69,26 @@ def end_to_end(specs: Mapping[str, str], plan, itemsize: int, relabel: bool = Tr
     return EndToEnd(users, needed, chosen, relabel)
 
 
+def cluster_relabelled(tree, binding, e2e):
+    """The binding of an end-to-end run on ``tree``: on a cluster, the RankOrder that puts
+    native mesh rank d on job rank ``e2e.ranks[d]`` (COSTA's relabelling); the MN-Core tree's
+    level bindings take native layouts only."""
+    from dataclasses import replace
+
+    from topology.hierarchy import is_cluster
+
+    from .errors import UsageError
+
+    if not is_cluster(tree):
+        raise UsageError(
+            "--layouts other than native on the MN-Core tree (--topology mncore): not supported "
+            "(use a plain mesh or --topology cluster:NODES,RANKS_PER_NODE)"
+        )
+    if e2e.relabelling.is_identity:
+        return binding
+    return replace(binding, ranks=tuple(e2e.ranks))
+
+
 def job_comm(world, e2e: EndToEnd):
     """The communicator the algorithm's mesh is built on (rank d is job rank ranks[d])."""
     if e2e.relabelling.is_identity:
@@ -133,4 +153,4 @@ class Pipeline:
         return self.io.redistribute(block, plan, comm, matrix, peers)
 
 
-__all__ = ["PHASES", "EndToEnd", "Pipeline", "end_to_end", "job_comm"]
+__all__ = ["PHASES", "EndToEnd", "Pipeline", "cluster_relabelled", "end_to_end", "job_comm"]

@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from .endtoend import PHASES, end_to_end, job_comm
+from .endtoend import PHASES, cluster_relabelled, end_to_end, job_comm
 from .errors import UsageError
 from .faults import fault_from_env
 from .metadata import collect
@@ -24,7 +24,6 @@ from .runner import (
     bound_layouts,
     check_memory,
     check_paths,
-    cluster_relabelled,
     dump,
     make_plan,
     run_plan,

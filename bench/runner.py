@@ -113,24 +113,6 @@ def tree_setup(args, plan, links_spec=None):
     return tree, binding, links
 
 
-def cluster_relabelled(tree, binding, e2e):
-    """The binding of an end-to-end run on ``tree``: on a cluster, the RankOrder that puts
-    native mesh rank d on job rank ``e2e.ranks[d]`` (COSTA's relabelling); the MN-Core tree's
-    level bindings take native layouts only."""
-    from dataclasses import replace
-
-    from topology.hierarchy import is_cluster
-
-    if not is_cluster(tree):
-        raise UsageError(
-            "--layouts other than native on the MN-Core tree (--topology mncore): not supported "
-            "(use a plain mesh or --topology cluster:NODES,RANKS_PER_NODE)"
-        )
-    if e2e.relabelling.is_identity:
-        return binding
-    return replace(binding, ranks=tuple(e2e.ranks))
-
-
 def bound_layouts(plan, binding, tree) -> dict[str, str]:
     """The plan's A, B and C layouts bound onto the tree, as text."""
     from layouts import bind_layout

@@ -62,8 +62,7 @@ def _run_e2e(name, specs, tree, links):
     """As `distmm run --layouts ... --topology cluster:... --emulate-links` sets a run up."""
     import numpy as np
 
-    from bench.endtoend import end_to_end, job_comm
-    from bench.runner import cluster_relabelled
+    from bench.endtoend import cluster_relabelled, end_to_end, job_comm
 
     module = get(name)
     plan = module.plan((24, 20, 16), 4)
