@@ -21,7 +21,6 @@ import datetime as dt
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from .calibration import (
 )
 from .errors import UsageError
 from .files import write_json_atomic
+from .launch import find_mpiexec
 
 HEADERS = ("Size [B]", "Avg [us]", "Min [us]", "Max [us]", "Model [us]")  # collective tables
 
@@ -191,7 +191,10 @@ def _counts_without_yield(world, quick: bool, cores: int) -> list[dict]:
     counts left to the model's fallback) if that job cannot be started."""
     entries: list[dict] = []
     if world.Get_rank() == 0:
-        mpiexec = shutil.which("mpiexec")
+        try:
+            mpiexec = find_mpiexec(None)  # the one beside this Python first, as runs use
+        except UsageError:
+            mpiexec = None
         env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCH_VARS)}
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "counts.json"
