@@ -202,7 +202,7 @@ def _counts_without_yield(world, quick: bool, cores: int) -> list[dict]:
             cmd += ["calibrate", "--counts-only", "--out", str(out)] + ["--quick"] * quick
             try:
                 if mpiexec is None:
-                    raise OSError("no mpiexec on PATH")
+                    raise OSError("no mpiexec beside this Python or on PATH")
                 subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=900)
                 entries = json.loads(out.read_text())["counts"]
             except (OSError, ValueError, KeyError, subprocess.SubprocessError) as err:

@@ -80,12 +80,12 @@ def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tu
     src = sources(events, links, rpn)
     comm = communication_seconds(events, profile, args.dtype, rpn, links)
     moved = price_moves(
-        plan_moves(users or {}, plan) if users else [],
+        plan_moves(users, plan) if users else [],
         plan.P,
         profile,
         word,
         rpn,
-        not getattr(args, "no_relabel", False),
+        not args.no_relabel,
         links,
     )
     total = pred.seconds + moved.seconds

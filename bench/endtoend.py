@@ -69,6 +69,13 @@ def end_to_end(specs: Mapping[str, str], plan, itemsize: int, relabel: bool = Tr
     return EndToEnd(users, needed, chosen, relabel)
 
 
+# the one refusal of user layouts on the MN-Core tree (run, predict and plan)
+NOT_ON_THE_TREE = (
+    "--layouts other than native on the MN-Core tree (--topology mncore): not supported "
+    "(use a plain mesh or --topology cluster:NODES,RANKS_PER_NODE)"
+)
+
+
 def cluster_relabelled(tree, binding, e2e):
     """The binding of an end-to-end run on ``tree``: on a cluster, the RankOrder that puts
     native mesh rank d on job rank ``e2e.ranks[d]`` (COSTA's relabelling); the MN-Core tree's
@@ -80,10 +87,7 @@ def cluster_relabelled(tree, binding, e2e):
     from .errors import UsageError
 
     if not is_cluster(tree):
-        raise UsageError(
-            "--layouts other than native on the MN-Core tree (--topology mncore): not supported "
-            "(use a plain mesh or --topology cluster:NODES,RANKS_PER_NODE)"
-        )
+        raise UsageError(NOT_ON_THE_TREE)
     if e2e.relabelling.is_identity:
         return binding
     return replace(binding, ranks=tuple(e2e.ranks))

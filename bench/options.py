@@ -192,13 +192,11 @@ def resolved_layouts(args: argparse.Namespace, shape, P: int) -> dict:
     refused on the MN-Core tree, where redistribution is not modelled (a cluster takes any)."""
     from layouts.endpoints import user_layouts
 
+    from .endtoend import NOT_ON_THE_TREE
     from .errors import UsageError
 
     users = user_layouts(layout_specs(args), tuple(shape), P)
     topology = getattr(args, "topology", "mesh")
     if topology.startswith("mncore") and not all(u.native for u in users.values()):
-        raise UsageError(
-            "--layouts other than native on the MN-Core tree (--topology mncore): not supported "
-            "(use a plain mesh or --topology cluster:NODES,RANKS_PER_NODE)"
-        )
+        raise UsageError(NOT_ON_THE_TREE)
     return users
