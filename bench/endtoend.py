@@ -18,6 +18,7 @@ import numpy as np
 
 from layouts.endpoints import Move, UserLayout, label, moves, relabelling, user_layouts
 from layouts.relabel import Relabelling
+from topology.hierarchy import nodes_of
 
 PHASES = ("redistribute_in", "multiply", "redistribute_out")
 
@@ -58,12 +59,15 @@ class EndToEnd:
         }
 
 
-def end_to_end(specs: Mapping[str, str], plan, itemsize: int, relabel: bool = True) -> EndToEnd:
+def end_to_end(
+    specs: Mapping[str, str], plan, itemsize: int, relabel: bool = True, tree=None
+) -> EndToEnd:
     """The end-to-end set-up for layout ``specs`` {"A", "B", "C": spec}; bad specs raise
-    LayoutError or MeshError (one line). Pure: every rank computes the same."""
+    LayoutError or MeshError (one line). On a cluster ``tree`` (job rank t is tree rank t) the
+    relabelling keeps the most on each node first. Pure: every rank computes the same."""
     users = user_layouts(specs, plan.shape, plan.P)
     needed = tuple(moves(users, {n: (getattr(plan, n), plan.mesh) for n in "ABC"}))
-    chosen = relabelling(needed, plan.P, itemsize)
+    chosen = relabelling(needed, plan.P, itemsize, nodes_of(tree))
     if not relabel:  # keep the identity order, but still say what it moves
         chosen = Relabelling(tuple(range(plan.P)), chosen.bytes_before, chosen.bytes_before)
     return EndToEnd(users, needed, chosen, relabel)

@@ -20,11 +20,14 @@ from .metadata import (  # the version string, clean (Open MPI's ends in a NUL b
     mpi_library,
 )
 
+# Not MPICH's MPIR_CVAR_ENABLE_HEAVY_YIELD (a sleep on every empty poll): with 4 ranks on 2 cores
+# it made a 4.5 MiB per rank Alltoallv 6x slower, and end-to-end runs from 1-D columns (3072^3,
+# every algorithm) took 27% longer at 4 ranks, 9% at 8 and 2% at 16, for kernels 4% and 3%
+# faster at 8 and 16 (issue 12's note of 2026-11-23). The environment still overrides these.
 YIELD_SETTINGS = {
     "MPIR_CVAR_POLLS_BEFORE_YIELD": "1",
     "MPIR_CVAR_CH4_PROGRESS_THROTTLE": "1",
     "MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT": "1",
-    "MPIR_CVAR_ENABLE_HEAVY_YIELD": "1",
     "OMPI_MCA_mpi_yield_when_idle": "1",
 }
 

@@ -127,7 +127,7 @@ def main(args) -> int:
     dtype = np.dtype(args.dtype)
     check_memory(plan, dtype, facts["ranks_per_node"])
     tree, binding, links = tree_setup(args, plan, args.emulate_links)
-    e2e = end_to_end(layout_specs(args), plan, dtype.itemsize, relabel=not args.no_relabel)
+    e2e = end_to_end(layout_specs(args), plan, dtype.itemsize, not args.no_relabel, tree)
     if tree is not None and not e2e.native:
         binding = cluster_relabelled(tree, binding, e2e)
     from topology import Mesh

@@ -98,9 +98,10 @@ def moves(users: Mapping[str, UserLayout], native: Mapping[str, tuple]) -> list[
     return out
 
 
-def relabelling(all_moves: Sequence[Move], P: int, itemsize: int = 1) -> Relabelling:
+def relabelling(all_moves: Sequence[Move], P: int, itemsize: int = 1, nodes=None) -> Relabelling:
     """The order of the native mesh on the job's ranks that keeps the most elements of all
-    ``all_moves`` in place (one assignment for A, B and C together)."""
+    ``all_moves`` in place (one assignment for A, B and C together); ``nodes``: each job
+    rank's node on a cluster, to keep the most on their node first (layouts.relabel)."""
     if not all_moves:
         return Relabelling(tuple(range(P)), 0, 0)
     kept = np.zeros((P, P), np.int64)  # [job rank, native mesh rank]
@@ -109,7 +110,7 @@ def relabelling(all_moves: Sequence[Move], P: int, itemsize: int = 1) -> Relabel
         H, need = overlap_counts(m.src, m.src_mesh, m.dst, m.dst_mesh)
         kept += H if m.into else H.T  # out: H[native s, user t], kept when s runs on t
         needed += need
-    return relabel(kept, needed, itemsize)
+    return relabel(kept, needed, itemsize, nodes)
 
 
 def move_counts(move: Move, ranks: Sequence[int] | None = None) -> np.ndarray:

@@ -158,3 +158,33 @@ def test_words_bounds():
     assert words_bound((n, n, n), 1, 1e9) == 0
     two_d = words_bound((n, n, n), 64, 3 * n * n / 64)  # a 2-D algorithm's memory
     assert two_d >= n * n / math.sqrt(64) / (2 * math.sqrt(6)) - 3 * n * n / 64
+
+
+def test_sparse_relabelling_on_a_cluster_matches_the_dense_one():
+    """With ranks on nodes both relabellings reach the same elements between nodes and kept."""
+    from bench.model.redistribution import _sparse_relabelling
+    from layouts.endpoints import move_counts
+    from layouts.transfer import overlap_pairs
+    from topology.hierarchy import cluster_mesh, nodes_of
+
+    def cost(mv, ranks, nodes):
+        counts = sum(move_counts(m, ranks) for m in mv)
+        return int(counts[nodes[:, None] != nodes[None, :]].sum()), int(np.trace(counts))
+
+    for P, spec, shape, tree in (
+        (8, "block-cyclic:16", (100, 70, 90), cluster_mesh(2, 4)),
+        (8, "cols", (96, 64, 80), cluster_mesh(4, 2, "round-robin")),
+        (6, "rows", (60, 66, 72), cluster_mesh(3, 2)),
+    ):
+        nodes = nodes_of(tree)
+        users = user_layouts(dict.fromkeys("ABC", spec), shape, P)
+        for name in ALGORITHMS:
+            algorithm = get(name)
+            for g in algorithm.grids(P):
+                plan = algorithm.plan(shape, P, **{algorithm.grid_option.name: tuple(g)})
+                mv = plan_moves(users, plan)
+                overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in mv]
+                sparse = _sparse_relabelling(mv, overlaps, P, 4, nodes)
+                dense = relabelling(mv, P, 4, nodes)
+                assert cost(mv, sparse.ranks, nodes) == cost(mv, dense.ranks, nodes), (name, g)
+                assert sparse.bytes_after == dense.bytes_after

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .mesh import AbstractMesh, MeshError
 
 MNCORE_LEVELS = ("L2B", "L1B", "MAB", "PE")
@@ -58,6 +60,14 @@ def cluster_size(tree: AbstractMesh) -> tuple[int, int, str]:
     """(nodes, ranks per node, placement) of a cluster."""
     placement = "block" if tree.names[0] == "node" else "round-robin"
     return tree.sizes["node"], tree.sizes["local"], placement
+
+
+def nodes_of(tree: AbstractMesh | None):
+    """The node of each rank of a cluster with more than one rank per node (an int array),
+    else None (one rank per node, or not a cluster: no rank shares a node's links)."""
+    if not is_cluster(tree) or tree.sizes["local"] == 1:
+        return None
+    return np.unravel_index(np.arange(tree.size), tree.shape)[tree.names.index("node")]
 
 
 def parse_cluster(text: str) -> AbstractMesh:
@@ -118,5 +128,6 @@ __all__ = [
     "kind_of",
     "levels_of",
     "members_by_level",
+    "nodes_of",
     "parse_cluster",
 ]

@@ -18,6 +18,7 @@ from layouts.redistribute import placement
 from layouts.relabel import Relabelling
 from layouts.tensorlayout import TensorLayout
 from layouts.transfer import exchange_counts, overlap_pairs
+from topology.hierarchy import nodes_of
 from topology.mesh import AbstractMesh
 
 from .profile import Profile
@@ -126,13 +127,14 @@ def price_moves(
 
     Computed from the sparse overlaps (layouts.transfer.overlap_pairs), never a P x P array,
     where it can be: a source with one holder per element sends exactly its overlaps (others:
-    layouts.endpoints.move_counts), and the relabelling is :func:`_sparse_relabelling`."""
+    layouts.endpoints.move_counts), and the relabelling is :func:`_sparse_relabelling` (on a
+    cluster, ``links``, the one that keeps the most on each node first, as the run's)."""
     if not all_moves:
         return MovePrice(0.0, 0.0, 0, None, 0)
     overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
     found = None
     if relabel:
-        found = _sparse_relabelling(all_moves, overlaps, P, itemsize)
+        found = _sparse_relabelling(all_moves, overlaps, P, itemsize, _nodes(links))
     ranks = found.ranks if found is not None else None
     pi = np.arange(P) if ranks is None else np.asarray(ranks, np.int64)
     phases = {True: 0.0, False: 0.0}
@@ -153,14 +155,15 @@ def price_moves(
 _EDGES_PER_RANK = 8
 
 
-def _sparse_relabelling(all_moves, overlaps, P: int, itemsize: int) -> Relabelling:
+def _sparse_relabelling(all_moves, overlaps, P: int, itemsize: int, nodes=None) -> Relabelling:
     """layouts.endpoints.relabelling from the sparse overlaps: each native rank on the job rank
     holding most of what it needs (summed over the moves) when those differ (then optimal),
     else a maximum-weight matching on the overlapping pairs (:func:`_matching`). With more than
     4 _EDGES_PER_RANK pairs per rank (P = 4096 and 1-D layouts), only each native rank's
     _EDGES_PER_RANK heaviest pairs: optimal unless a native rank's best free job rank is not
-    among them (such spread overlaps keep little in place anyway). The identity is kept where
-    it is no worse."""
+    among them (such spread overlaps keep little in place anyway). With ``nodes`` (a cluster:
+    each job rank's node) the most is kept on each node first (:func:`_on_node_pairs`). The
+    identity is kept where it is no worse."""
     jobs, natives, kept = [], [], []
     total = 0
     for m, (s, d, c, needed) in zip(all_moves, overlaps, strict=True):
@@ -173,25 +176,70 @@ def _sparse_relabelling(all_moves, overlaps, P: int, itemsize: int) -> Relabelli
     )
     weight = np.bincount(inverse, np.concatenate(kept), minlength=key.size)
     job, native = key // P, key % P
-    identity = int(np.rint(weight[job == native].sum()))
-    order = np.lexsort((-weight, native))  # by native rank, the heaviest job rank first
-    first = order[np.r_[True, native[order][1:] != native[order][:-1]]]
-    best_job, best_native = job[first], native[first]
-    if np.unique(best_job).size != best_job.size:
-        rank_in = np.arange(order.size) - np.searchsorted(native[order], native[order])
-        keep = order[rank_in < _EDGES_PER_RANK] if order.size > 4 * _EDGES_PER_RANK * P else order
-        best_job, best_native = _matching(job[keep], native[keep], weight[keep], P)
-    kept_best = int(np.rint(_weights(job * P + native, weight, best_job * P + best_native).sum()))
-    if kept_best <= identity:
+    identity = (0, int(np.rint(weight[job == native].sum())))
+    if nodes is not None:
+        nodes = np.asarray(nodes)
+        identity = (int(np.rint(weight[nodes[job] == nodes[native]].sum())), identity[1])
+        job, native, on, weight = _on_node_pairs(key, weight, P, nodes)
+        best_job, best_native = _matching(job, native, on * float(total + 1) + weight, P)
+    else:
+        on = np.zeros_like(weight)
+        best_job, best_native = _heaviest(job, native, weight, P)
+    chosen = np.searchsorted(job * P + native, best_job * P + best_native)  # sorted, present
+    best = (int(np.rint(on[chosen].sum())), int(np.rint(weight[chosen].sum())))
+    if best <= identity:
         ranks = tuple(range(P))
-        kept_best = identity
+        best = identity
     else:
         out = np.full(P, -1, np.int64)
         out[best_native] = best_job
         free = np.setdiff1d(np.arange(P), best_job)  # natives overlapping nothing: any rank
         out[out < 0] = free
         ranks = tuple(int(r) for r in out)
-    return Relabelling(ranks, (total - identity) * itemsize, (total - kept_best) * itemsize)
+    return Relabelling(ranks, (total - identity[1]) * itemsize, (total - best[1]) * itemsize)
+
+
+def _nodes(links):
+    """Each job rank's node where ``links`` model a cluster with several ranks per node."""
+    return None if links is None else nodes_of(links.tree)
+
+
+def _top(group: np.ndarray, weight: np.ndarray, P: int) -> np.ndarray:
+    """Indices of the pairs to match: all of them, or with more than 4 _EDGES_PER_RANK per
+    rank each ``group``'s _EDGES_PER_RANK heaviest."""
+    order = np.lexsort((-weight, group))
+    if order.size <= 4 * _EDGES_PER_RANK * P:
+        return order
+    rank_in = np.arange(order.size) - np.searchsorted(group[order], group[order])
+    return order[rank_in < _EDGES_PER_RANK]
+
+
+def _heaviest(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:
+    """(job ranks, native ranks) keeping the most in place: each native rank on its heaviest
+    job rank where those differ, else :func:`_matching`."""
+    order = np.lexsort((-weight, native))  # by native rank, the heaviest job rank first
+    first = order[np.r_[True, native[order][1:] != native[order][:-1]]]
+    if np.unique(job[first]).size == first.size:
+        return job[first], native[first]
+    keep = _top(native, weight, P)
+    return _matching(job[keep], native[keep], weight[keep], P)
+
+
+def _on_node_pairs(key, weight, P: int, nodes: np.ndarray):
+    """(job, native, on_node, kept) for each pair (job rank t, native rank d) among each native
+    rank's heaviest nodes (:func:`_top`) and every rank on them, sorted by t * P + d: on_node
+    sums what d needs from the ranks on t's node, kept what it needs from t."""
+    node_key, inverse = np.unique(nodes[key // P] * P + key % P, return_inverse=True)
+    on = np.bincount(inverse, weight, minlength=node_key.size)
+    keep = _top(node_key % P, on, P)
+    members = np.argsort(nodes, kind="stable").reshape(int(nodes.max()) + 1, -1)
+    per_node = members.shape[1]
+    job = members[node_key[keep] // P].ravel()
+    native = np.repeat(node_key[keep] % P, per_node)
+    on = np.repeat(on[keep], per_node)
+    kept = _weights(key, weight, job * P + native)
+    order = np.argsort(job * P + native)
+    return job[order], native[order], on[order], kept[order]
 
 
 def _weights(keys: np.ndarray, weight: np.ndarray, want: np.ndarray) -> np.ndarray:
