@@ -43,20 +43,25 @@ def test_alltoall_factor_read_from_the_profile(tmp_path):
     assert doubled - packing == pytest.approx(2 * (plain - packing))
 
 
+def _every_grid(P: int, spec: str, shape):
+    """(algorithm, grid, moves from ``spec``) for every algorithm and grid at P."""
+    users = user_layouts(dict.fromkeys("ABC", spec), shape, P)
+    for name in ALGORITHMS:
+        algorithm = get(name)
+        for g in algorithm.grids(P):
+            plan = algorithm.plan(shape, P, **{algorithm.grid_option.name: tuple(g)})
+            yield name, g, plan_moves(users, plan)
+
+
 def test_sparse_pricing_matches_the_house_counts(profile_file):
     prof = Profile.load(profile_file)
     for P, spec, shape in ((6, "block-cyclic:16", (100, 70, 90)), (8, "cols", (96, 64, 80))):
-        users = user_layouts(dict.fromkeys("ABC", spec), shape, P)
-        for name in ALGORITHMS:
-            algorithm = get(name)
-            for g in algorithm.grids(P):
-                plan = algorithm.plan(shape, P, **{algorithm.grid_option.name: tuple(g)})
-                mv = plan_moves(users, plan)
-                price = price_moves(mv, P, prof, 4, P)
-                dense = move_seconds(mv, price.ranks, prof, 4, P)
-                assert price.redistribute_in == pytest.approx(dense["redistribute_in"], rel=1e-12)
-                assert price.redistribute_out == pytest.approx(dense["redistribute_out"], rel=1e-12)
-                assert price.bytes_saved == relabelling(mv, P, 4).bytes_saved, (name, g)
+        for name, g, mv in _every_grid(P, spec, shape):
+            price = price_moves(mv, P, prof, 4, P)
+            dense = move_seconds(mv, price.ranks, prof, 4, P)
+            assert price.redistribute_in == pytest.approx(dense["redistribute_in"], rel=1e-12)
+            assert price.redistribute_out == pytest.approx(dense["redistribute_out"], rel=1e-12)
+            assert price.bytes_saved == relabelling(mv, P, 4).bytes_saved, (name, g)
 
 
 def _predict(profile_file, *extra):
@@ -177,14 +182,9 @@ def test_sparse_relabelling_on_a_cluster_matches_the_dense_one():
         (6, "rows", (60, 66, 72), cluster_mesh(3, 2)),
     ):
         nodes = nodes_of(tree)
-        users = user_layouts(dict.fromkeys("ABC", spec), shape, P)
-        for name in ALGORITHMS:
-            algorithm = get(name)
-            for g in algorithm.grids(P):
-                plan = algorithm.plan(shape, P, **{algorithm.grid_option.name: tuple(g)})
-                mv = plan_moves(users, plan)
-                overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in mv]
-                sparse = _sparse_relabelling(mv, overlaps, P, 4, nodes)
-                dense = relabelling(mv, P, 4, nodes)
-                assert cost(mv, sparse.ranks, nodes) == cost(mv, dense.ranks, nodes), (name, g)
-                assert sparse.bytes_after == dense.bytes_after
+        for name, g, mv in _every_grid(P, spec, shape):
+            overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in mv]
+            sparse = _sparse_relabelling(mv, overlaps, P, 4, nodes)
+            dense = relabelling(mv, P, 4, nodes)
+            assert cost(mv, sparse.ranks, nodes) == cost(mv, dense.ranks, nodes), (name, g)
+            assert sparse.bytes_after == dense.bytes_after
