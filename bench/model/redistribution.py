@@ -134,7 +134,8 @@ def price_moves(
     overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
     found = None
     if relabel:
-        found = _sparse_relabelling(all_moves, overlaps, P, itemsize, _nodes(links))
+        nodes = None if links is None else nodes_of(links.tree)
+        found = _sparse_relabelling(all_moves, overlaps, P, itemsize, nodes)
     ranks = found.ranks if found is not None else None
     pi = np.arange(P) if ranks is None else np.asarray(ranks, np.int64)
     phases = {True: 0.0, False: 0.0}
@@ -176,15 +177,16 @@ def _sparse_relabelling(all_moves, overlaps, P: int, itemsize: int, nodes=None) 
     )
     weight = np.bincount(inverse, np.concatenate(kept), minlength=key.size)
     job, native = key // P, key % P
-    identity = (0, int(np.rint(weight[job == native].sum())))
+    kept_identity = int(np.rint(weight[job == native].sum()))
     if nodes is not None:
         nodes = np.asarray(nodes)
-        identity = (int(np.rint(weight[nodes[job] == nodes[native]].sum())), identity[1])
+        on_identity = int(np.rint(weight[nodes[job] == nodes[native]].sum()))
         job, native, on, weight = _on_node_pairs(key, weight, P, nodes)
         best_job, best_native = _matching(job, native, on * float(total + 1) + weight, P)
     else:
-        on = np.zeros_like(weight)
+        on_identity, on = 0, np.zeros_like(weight)
         best_job, best_native = _heaviest(job, native, weight, P)
+    identity = (on_identity, kept_identity)  # (kept on the node, kept on the rank)
     chosen = np.searchsorted(job * P + native, best_job * P + best_native)  # sorted, present
     best = (int(np.rint(on[chosen].sum())), int(np.rint(weight[chosen].sum())))
     if best <= identity:
@@ -197,11 +199,6 @@ def _sparse_relabelling(all_moves, overlaps, P: int, itemsize: int, nodes=None) 
         out[out < 0] = free
         ranks = tuple(int(r) for r in out)
     return Relabelling(ranks, (total - identity[1]) * itemsize, (total - best[1]) * itemsize)
-
-
-def _nodes(links):
-    """Each job rank's node where ``links`` model a cluster with several ranks per node."""
-    return None if links is None else nodes_of(links.tree)
 
 
 def _top(group: np.ndarray, weight: np.ndarray, P: int) -> np.ndarray:
