@@ -13,6 +13,7 @@ import numpy as np
 
 from topology import radix
 
+from .strided import IndexCopy
 from .tensorlayout import LayoutError, TensorLayout
 
 Coords = Mapping[str, int]
@@ -157,8 +158,13 @@ def _memory_only_indices(layout: TensorLayout) -> tuple[np.ndarray, ...]:
 def to_memory(layout: TensorLayout, block: np.ndarray) -> np.ndarray:
     """Scatter a block (held order) into a flat local-memory buffer of ``local_size``."""
     buf = np.zeros(layout.local_size, dtype=block.dtype)
-    buf[local_addresses(layout).ravel()] = block.ravel()
+    _addresses(layout).put(buf, block.reshape(-1))
     return buf
+
+
+@lru_cache(maxsize=8)
+def _addresses(layout: TensorLayout) -> IndexCopy:
+    return IndexCopy.of(local_addresses(layout))
 
 
 def from_memory(layout: TensorLayout, buf: np.ndarray) -> np.ndarray:

@@ -32,6 +32,7 @@ from .redistribute import (
     check_pair,
     placement,
 )
+from .strided import IndexCopy
 from .tensorlayout import TensorLayout
 
 _CHUNK = 1 << 20  # key combinations handled at once by the counting (bounds its memory)
@@ -44,9 +45,9 @@ class Transfer:
     each element it receives lands in its destination block. ``local_only``: no rank sends
     another anything (every element is already where it goes), so running it is a copy."""
 
-    send_index: np.ndarray  # flat positions in the source block, in send order
+    send: IndexCopy  # flat positions in the source block, in send order
     sendcounts: np.ndarray  # elements to each communicator rank (to itself: the local copy)
-    recv_index: np.ndarray  # flat positions in the destination block, in receive order
+    recv: IndexCopy  # flat positions in the destination block, in receive order
     recvcounts: np.ndarray
     src_shape: tuple[int, ...]
     dst_shape: tuple[int, ...]
@@ -57,28 +58,38 @@ class Transfer:
     _buffers: dict = field(default_factory=dict, repr=False)
 
     def __call__(self, block: np.ndarray, comm) -> np.ndarray:
-        """This rank's destination block (zeros at padding) from its source ``block``."""
+        """This rank's destination block (zeros at padding) from its source ``block``. Where
+        the send order is the block itself, or the receive order the destination block, that
+        block is the buffer and nothing is copied."""
         if block.shape != self.src_shape:
             raise ValueError(f"block of shape {block.shape}, the transfer is from {self.src_shape}")
+        size = math.prod(self.dst_shape)
+        full = self.recv.size == size  # no padding to zero
+        out = (np.empty if full else np.zeros)(self.dst_shape, dtype=block.dtype)
         key = block.dtype.str
         if key not in self._buffers:
             self._buffers[key] = (
-                np.empty(self.send_index.size, block.dtype),
-                np.empty(self.recv_index.size, block.dtype),
+                np.empty(self.send.size, block.dtype),
+                np.empty(self.recv.size, block.dtype),
             )
         sendbuf, recvbuf = self._buffers[key]
-        np.take(block.reshape(-1), self.send_index, out=sendbuf)
+        if self.send.is_whole(block.size) and block.flags.c_contiguous:
+            sendbuf = block.reshape(-1)
+        else:
+            self.send.take(block.reshape(-1), sendbuf)
+        whole = out.reshape(-1)
         if self.local_only:
             recvbuf = sendbuf
         else:
+            if self.recv.is_whole(size):
+                recvbuf = whole
             mpitype = _mpi_type(block.dtype)
             comm.Alltoallv(
                 [sendbuf, _counts(self.sendcounts), mpitype],
                 [recvbuf, _counts(self.recvcounts), mpitype],
             )
-        full = self.recv_index.size == math.prod(self.dst_shape)  # no padding to zero
-        out = (np.empty if full else np.zeros)(self.dst_shape, dtype=block.dtype)
-        out.reshape(-1)[self.recv_index] = recvbuf
+        if recvbuf is not whole:
+            self.recv.put(whole, recvbuf)
         return out
 
 
@@ -128,9 +139,9 @@ def transfer(
     sendcounts = np.bincount(dest, minlength=size)
     moving = int(sendcounts.sum() - sendcounts[me])
     return Transfer(
-        send_index=pos[rows][order],
+        send=IndexCopy.of(pos[rows][order]),
         sendcounts=sendcounts,
-        recv_index=_positions(rkeep, dst.block_shape)[np.argsort(source, kind="stable")],
+        recv=IndexCopy.of(_positions(rkeep, dst.block_shape)[np.argsort(source, kind="stable")]),
         recvcounts=np.bincount(source, minlength=size),
         src_shape=tuple(src.block_shape),
         dst_shape=tuple(dst.block_shape),

@@ -14,11 +14,15 @@ in it) and every shape it runs ``distmm run --layouts IN --json --profile`` and 
 - redistribution predicted / measured (in + out), with the median |ratio - 1| overall;
 - throughput: what the calibrated all-to-all of the same volume (every rank sending the busiest
   rank's bytes, spread evenly) would take, over the measured redistribution time (>= 0.8
-  wanted; above 1 the redistribution beat a uniform all-to-all of its peak volume).
+  wanted; above 1 the redistribution beat a uniform all-to-all of its peak volume). That is the
+  model's price of the all-to-all at P; at the rank count the profile was made at, ``vs_a2a``
+  also sets the measured redistribution against the all-to-all calibrate timed there (the
+  profile's table, interpolated), which no model stands between.
 Then one relabelling case: SUMMA's own layouts written on the transposed mesh move 0 bytes.
 """
 
 import argparse
+import json
 import statistics
 import sys
 from pathlib import Path
@@ -68,13 +72,29 @@ def uniform_seconds(peak_bytes: int, P: int, profile: Profile, rpn: int) -> floa
     return transfer_seconds(counts, 1, profile, rpn)
 
 
-def row(r: dict, algo: str, name: str, spec: str, profile: Profile) -> dict:
+def timed_alltoall(profile_path: Path):
+    """(ranks, seconds(bytes per rank)): the all-to-all calibrate timed in the launched job,
+    interpolated in log-log between its sizes."""
+    data = json.loads(profile_path.read_text())
+    table = np.array([row[:2] for row in data.get("collectives", {}).get("alltoall", [])])
+    if table.size == 0:
+        return None, None
+    n, t = np.log(table[:, 0]), np.log(table[:, 1])
+    return data["machine"]["ranks"], lambda nbytes: float(np.exp(np.interp(np.log(nbytes), n, t)))
+
+
+def row(r: dict, algo: str, name: str, spec: str, profile: Profile, timed=(None, None)) -> dict:
     P, itemsize = r["P"], np.dtype(r["dtype"]).itemsize
     counted = {p: r["phases"][p]["bytes_sent_per_rank"] for p in PHASES}
     measured = sum(r["phases"][p]["seconds"] for p in PHASES)
     predicted = sum(r[f"predicted_{p}_seconds"] for p in PHASES)
     peak = max(sum(counted[p][k] for p in PHASES) for k in range(P))
     uniform = sum(uniform_seconds(max(counted[p]), P, profile, r["ranks_per_node"]) for p in PHASES)
+    ranks, alltoall = timed
+    vs_a2a = float("nan")
+    if P == ranks and measured:  # each rank sends the busiest's bytes: P/(P-1) of them in all
+        peaks = [max(counted[p]) * P / (P - 1) for p in PHASES if max(counted[p])]
+        vs_a2a = sum(alltoall(n) for n in peaks) / measured
     return {
         "algo": algo,
         "P": P,
@@ -90,6 +110,7 @@ def row(r: dict, algo: str, name: str, spec: str, profile: Profile) -> dict:
         "bytes_equal": counted == model_bytes(algo, r["shape"], P, spec, itemsize),
         "redist_MiB_peak": peak / 2**20,
         "throughput": uniform / measured if measured else float("nan"),
+        "vs_a2a": vs_a2a,
         "relabel_saved_MiB": r["relabel"]["bytes_saved"] / 2**20,
     }
 
@@ -132,6 +153,7 @@ def main() -> None:
         if state != "done" or rc != 0:
             sys.exit(f"calibration failed ({state}, exit {rc}): {err.strip()[-400:]}")
     profile = Profile.load(profile_path)
+    timed = timed_alltoall(profile_path)
     shapes = (
         {"given": tuple(int(x) for x in args.shape.split(","))}
         if args.shape
@@ -150,7 +172,7 @@ def main() -> None:
                     )
                     r = launch(P, [*argv, "--layouts", spec])
                     if r is not None:
-                        rows.append(row(r, algo, name, spec, profile))
+                        rows.append(row(r, algo, name, spec, profile, timed))
     table = pd.DataFrame(rows)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -174,6 +196,11 @@ def main() -> None:
         f"{table['throughput'].median():.2f}, min {table['throughput'].min():.2f}, "
         f">= 0.8 in {int((table['throughput'] >= 0.8).sum())}/{len(table)}"
     )
+    if table["vs_a2a"].notna().any():
+        print(
+            f"at P = {timed[0]}, against the all-to-all calibrate timed there: median "
+            f"{table['vs_a2a'].median():.2f}, min {table['vs_a2a'].min():.2f}"
+        )
     print("end to end / kernel, median per algorithm and input:")
     print(table.pivot_table(index="algo", columns="input", values="e2e/kernel").round(2))
     print(relabel_case(max(int(x) for x in args.ranks.split(",") if int(x) > 1)))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from test_redistribute_between_mpi import SEED, layouts_for
 
-from layouts import generate_block
+from layouts import generate_block, strided
 from layouts.relabel import relabel_layouts
 from layouts.transfer import exchange_counts, transfer
 
@@ -72,7 +72,11 @@ def run_ranks(P: int, job) -> list:
 
 
 @pytest.mark.parametrize("P", [4, 6, 8, 9])
-def test_threaded_transfers_exact_and_counted(P):
+@pytest.mark.parametrize("pieces", ["default", "every"])
+def test_threaded_transfers_exact_and_counted(P, pieces, monkeypatch):
+    if pieces == "every":  # strided copies however short (these blocks are too small for them)
+        monkeypatch.setattr(strided, "MIN_PIECE", 1)
+        monkeypatch.setattr(strided, "MIN_RUN", 1)
     shape = (13, 7)
     lays = layouts_for(shape, P)
     shuffled = tuple(int(r) for r in np.random.default_rng(P).permutation(P))

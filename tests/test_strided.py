@@ -1,0 +1,81 @@
+"""layouts.strided: a gather or scatter by an index array, run as strided pieces, moves exactly
+what fancy indexing moves, and finds the pieces the layouts' indices are made of."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from layouts import strided
+from layouts.strided import IndexCopy
+
+
+def every_piece():
+    """Pieces however short (the defaults keep fancy indexing for small ones)."""
+    patch = pytest.MonkeyPatch()
+    patch.setattr(strided, "MIN_PIECE", 1)
+    patch.setattr(strided, "MIN_RUN", 1)
+    return patch
+
+
+@st.composite
+def views(draw):
+    """(positions, n): the flat positions of 1-3 disjoint strided, transposed views of an
+    array of n elements, concatenated (no position twice)."""
+    shape = tuple(draw(st.lists(st.integers(1, 7), min_size=3, max_size=3)))
+    base = np.arange(int(np.prod(shape))).reshape(shape)
+    cuts = sorted(set(draw(st.lists(st.integers(1, shape[0]), max_size=2))) | {shape[0]})
+    parts, lo = [], 0
+    for hi in cuts:
+        part = base[lo:hi]
+        for axis in range(3):
+            step = draw(st.sampled_from([1, 1, 2, -1]))
+            part = part[(slice(None),) * axis + (slice(None, None, step),)]
+        parts.append(part.transpose(draw(st.permutations([0, 1, 2]))).ravel())
+        lo = hi
+    return np.concatenate(parts), base.size
+
+
+@settings(max_examples=200, deadline=None)
+@given(views())
+def test_take_and_put_are_fancy_indexing(case):
+    index, n = case
+    patch = every_piece()
+    try:
+        copy = IndexCopy.of(index)
+    finally:
+        patch.undo()
+    flat = np.random.default_rng(n).random(n)
+    out = np.empty(index.size)
+    assert np.array_equal(copy.take(flat, out), flat[index])
+    values = np.random.default_rng(1).random(index.size)
+    got, want = np.zeros(n), np.zeros(n)
+    copy.put(got, values)
+    want[index] = values
+    assert np.array_equal(got, want)
+    assert copy.is_whole(n) == np.array_equal(index, np.arange(n))
+
+
+def test_layout_indices_become_few_pieces():
+    m, k, w = 256, 512, 64  # SUMMA's panels: (k / w, m, w) in memory, held as (m, k)
+    panels = (np.arange(k) // w)[None, :] * m * w + np.arange(m)[:, None] * w + np.arange(k) % w
+    assert [p.shape for p in IndexCopy.of(panels.ravel()).pieces] == [(m, k // w, w)]
+    blocks = np.arange(512 * 512).reshape(512, 512)  # a block's two column halves in turn
+    halves = np.concatenate([blocks[:, :256].ravel(), blocks[:, 256:].ravel()])
+    assert [p.shape for p in IndexCopy.of(halves).pieces] == [(2, 512, 256)]
+    assert IndexCopy.of(np.arange(4096)).is_whole(4096)
+    assert IndexCopy.of(np.random.default_rng(0).permutation(4096)).pieces is None
+
+
+def test_an_array_too_small_is_refused():
+    copy = IndexCopy.of(np.arange(10, 4096))
+    with pytest.raises(IndexError):
+        copy.take(np.zeros(100), np.empty(4086))
+
+
+def test_a_strided_array_is_indexed_element_by_element():
+    copy = IndexCopy.of(np.arange(1024))
+    flat = np.arange(4096.0)[::2]  # 1-D, not contiguous: the pieces' strides do not hold
+    assert np.array_equal(copy.take(flat, np.empty(1024)), flat[:1024])
