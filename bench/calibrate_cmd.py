@@ -6,12 +6,14 @@ point-to-point latency and bandwidth (ping-pong between ranks 0 and 1, separate 
 above the eager limit), the collectives the algorithms use on the whole job, single-core GEMM
 rates over a grid of tile shapes (through the kernel path the algorithms use), and then, for
 every rank count up to the launched one (the others asleep, as if not launched), the messages'
-and collectives' prices with that many ranks on the node and how efficiently the cores
-time-slice GEMMs when they outnumber the cores. Ranks not being measured wait in a sleeping
-barrier so that they leave the cores alone. One calibration at the largest count you will use
-covers every smaller one (bench/model/profile.Profile.at): a run that fits the cores is priced
-with the messages measured at its count; an oversubscribed one with the launched job's, slowed
-by the time slicing measured at its count (the rows at those counts are printed for reference).
+and collectives' prices with that many ranks on the node, how efficiently the cores time-slice
+GEMMs when they outnumber the cores, and whole layout changes timed barrier to barrier as a
+run's redistribution is (what the model prices redistributions with). Ranks not being measured
+wait in a sleeping barrier so that they leave the cores alone. One calibration at the largest
+count you will use covers every smaller one (bench/model/profile.Profile.at): a run that fits
+the cores is priced with the messages measured at its count; an oversubscribed one with the
+launched job's, slowed by the time slicing measured at its count (the rows at those counts are
+printed for reference).
 """
 
 from __future__ import annotations
@@ -126,12 +128,13 @@ def main(args) -> int:
     say(
         "\n# at each rank count, the others asleep: ping-pong fits with the rest waiting in MPI, "
         "measured / formula per collective, GEMM time-slicing efficiency (above the cores only "
-        "the efficiency: messages there are priced from this job's)"
+        "the efficiency: messages there are priced from this job's), and a layout change: "
+        "seconds to start, per message, and rates per byte sent and per byte copied"
     )
     say(
         f"{'ranks':>5} {'alpha [us]':>10} {'large [us]':>10} {'GB/s':>6} "
         + " ".join(f"{k[:9]:>9}" for k in kinds)
-        + f" {'efficiency':>10}"
+        + f" {'efficiency':>10} {'move [us]':>9} {'/msg [us]':>9} {'sent GB/s':>9} {'copy GB/s':>9}"
     )
     for c in counts:
         if "alpha" in c:
@@ -142,7 +145,10 @@ def main(args) -> int:
             )
         else:
             msgs = " ".join(f"{'-':>{w}}" for w in [10, 10, 6] + [9] * len(kinds))
-        say(f"{c['ranks']:>5} {msgs} {c['efficiency']:>10.3f}")
+        v = c["alltoallv"]
+        rates = (f"{1 / x / 1e9:>9.2f}" if x > 0 else f"{'-':>9}" for x in (v["byte"], v["copy"]))
+        a2av = f"{v['start'] * 1e6:>9.0f} {v['message'] * 1e6:>9.1f} " + " ".join(rates)
+        say(f"{c['ranks']:>5} {msgs} {c['efficiency']:>10.3f} {a2av}")
     shared = [[1.0, 1.0]] + [
         [c["ranks"] / cores, c["efficiency"]] for c in counts if c["ranks"] > cores
     ]

@@ -10,6 +10,7 @@ from functools import partial
 import numpy as np
 
 from algorithms.events import COMM_KINDS
+from bench.model.profile import fit_alltoallv
 from topology.costs import EAGER_LIMIT, collective_seconds
 
 P2P_SIZES = [1 << s for s in range(0, 25, 2)]  # 1 B .. 16 MiB
@@ -195,11 +196,12 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
     asleep, as if not launched): the alpha-beta fits of a ping-pong between ranks 0 and 1 while
     the other g - 2 wait in MPI (polling or yielding, as a run's idle ranks do), each
     collective's measured / formula factor on the g ranks with those fits (large messages),
-    and the GEMM time-slicing efficiency when g exceeds the cores. [{"ranks": g, "alpha",
-    "beta", "alpha_large", "beta_large", "collective_factor": {kind: f}, "efficiency",
-    "yielding"}]. Where MPI yields (the job has more ranks than cores) only the efficiency is
-    measured: the model prices messages there from the launched job's (Profile.at), since
-    messages measured with the others yielding predicted runs worse."""
+    the GEMM time-slicing efficiency when g exceeds the cores, and a redistribution's
+    Alltoallv (:func:`alltoallv_costs`). [{"ranks": g, "alpha", "beta", "alpha_large",
+    "beta_large", "collective_factor": {kind: f}, "efficiency", "alltoallv", "yielding"}].
+    Where MPI yields (the job has more ranks than cores) only the efficiency and the Alltoallv
+    are measured: the model prices the kernels' messages there from the launched job's
+    (Profile.at), since messages measured with the others yielding predicted runs worse."""
     from mpi4py import MPI
 
     rank = world.Get_rank()
@@ -231,8 +233,9 @@ def _count_iters(nbytes: int, quick: bool) -> tuple[int, int]:
 def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
     shared = oversubscription(comm, cores, quick)
     efficiency = shared[-1][1] if shared else 1.0
+    alltoallv = alltoallv_costs(comm, quick, cores)
     if not messages:
-        return {"ranks": comm.Get_size(), "efficiency": efficiency}
+        return {"ranks": comm.Get_size(), "efficiency": efficiency, "alltoallv": alltoallv}
     # the other ranks wait in MPI (polling or yielding), as a run's idle ranks do
     points = pingpong(comm, quick, COUNT_P2P_SIZES, _count_iters, lambda c: c.Barrier())
     small = fit([p for p in points if p[0] < EAGER_LIMIT])
@@ -246,7 +249,48 @@ def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
         "beta_large": large[1],
         "collective_factor": collective_factors(coll, comm.Get_size(), small, large),
         "efficiency": efficiency,
+        "alltoallv": alltoallv,
     }
+
+
+A2AV_BYTES = (1 << 18, 1 << 22)  # bytes of the matrix each rank holds in the timed moves
+# layout changes timed: 1-D to 2-D (few messages, half kept), block-cyclic to block (many
+# pieces), rows to columns (every rank to every other)
+A2AV_MOVES = (("cols", "block"), ("block-cyclic:64", "block"), ("rows", "cols"))
+
+
+def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
+    """{"start", "message", "byte", "copy", "timed"}: a redistribution at this rank count,
+    fitted (Profile.fit_alltoallv) to whole layout changes (layouts.transfer: packing,
+    Alltoallv, unpacking and the kept part's copy) timed barrier to barrier as a run's phase
+    is, for each of A2AV_MOVES on a square float32 matrix of A2AV_BYTES per rank. "timed" holds
+    each as [messages, bytes, copied bytes, seconds], the loads the model prices
+    (bench.model.redistribution.loads). Many ranks sharing cores make single Alltoallvs swing
+    with the scheduler; the model fits the counts above the cores together."""
+    from bench.model.redistribution import loads
+    from layouts.endpoints import user_layout
+    from layouts.transfer import exchange_counts, transfer
+
+    g = comm.Get_size()
+    rows = []
+    for nbytes in A2AV_BYTES[:1] if quick else A2AV_BYTES:
+        n = int((nbytes * g / 4) ** 0.5)
+        for src_name, dst_name in A2AV_MOVES:
+            (src, smesh), (dst, dmesh) = (user_layout(x, (n, n), g) for x in (src_name, dst_name))
+            plan = transfer(src, smesh, dst, dmesh, comm)
+            block = np.ones(src.block_shape, np.float32)
+            laps = []
+            for _ in range(3 if quick else 8):
+                comm.Barrier()
+                t0 = _now()
+                plan(block, comm)
+                comm.Barrier()
+                laps.append(_now() - t0)
+            counts = exchange_counts(src, smesh, dst, dmesh)
+            s, d = np.nonzero(counts)
+            load = loads(s, d, counts[s, d], g, 4, g / cores)
+            rows.append([*load, comm.bcast(float(np.median(laps[1:])), root=0)])
+    return {**fit_alltoallv(rows), "timed": rows}
 
 
 def sleep_until_all(world) -> None:

@@ -90,6 +90,25 @@ class IndexCopy:
         return self.pieces is None or not flat.flags.c_contiguous
 
 
+def copy_between(
+    src: IndexCopy, src_flat: np.ndarray, dst: IndexCopy, dst_flat: np.ndarray, buf: np.ndarray
+) -> None:
+    """``dst_flat[dst.index] = src_flat[src.index]``: one strided copy where both are one
+    piece of the same shape, else through ``buf`` (``src.size`` elements)."""
+    if not src.size:
+        return
+    one = src.pieces is not None and dst.pieces is not None
+    if (
+        one
+        and len(src.pieces) == len(dst.pieces) == 1
+        and src.pieces[0].shape == dst.pieces[0].shape
+    ):
+        if not src._fancy(src_flat) and not dst._fancy(dst_flat):
+            _view(dst_flat, dst.pieces[0])[...] = _view(src_flat, src.pieces[0])
+            return
+    dst.put(dst_flat, src.take(src_flat, buf))
+
+
 def _view(flat: np.ndarray, p: Piece) -> np.ndarray:
     size = flat.itemsize
     return as_strided(flat[p.start :], p.shape, tuple(s * size for s in p.strides))

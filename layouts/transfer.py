@@ -32,7 +32,7 @@ from .redistribute import (
     check_pair,
     placement,
 )
-from .strided import IndexCopy
+from .strided import IndexCopy, copy_between
 from .tensorlayout import TensorLayout
 
 _CHUNK = 1 << 20  # key combinations handled at once by the counting (bounds its memory)
@@ -41,14 +41,18 @@ _CHUNK = 1 << 20  # key combinations handled at once by the counting (bounds its
 @dataclass(frozen=True, eq=False)
 class Transfer:
     """One rank's part of a redistribution, worked out once (COSTA's plan) and run any number
-    of times: which elements of its source block go to which rank, in send order, and where
-    each element it receives lands in its destination block. ``local_only``: no rank sends
-    another anything (every element is already where it goes), so running it is a copy."""
+    of times: which elements of its source block go to which other rank, in send order, where
+    each element it receives lands in its destination block, and which elements it keeps
+    (copied from its source block straight into its destination block, never through MPI:
+    MPICH's Alltoallv copies a rank's part to itself several times slower than NumPy does).
+    ``local_only``: no rank sends another anything, so running it is that copy alone."""
 
-    send: IndexCopy  # flat positions in the source block, in send order
-    sendcounts: np.ndarray  # elements to each communicator rank (to itself: the local copy)
+    send: IndexCopy  # flat positions in the source block, in send order (to other ranks)
+    sendcounts: np.ndarray  # elements to each communicator rank (to itself: the kept ones)
     recv: IndexCopy  # flat positions in the destination block, in receive order
     recvcounts: np.ndarray
+    keep_from: IndexCopy  # flat positions in the source block of the elements kept
+    keep_to: IndexCopy  # and where they land in the destination block, in the same order
     src_shape: tuple[int, ...]
     dst_shape: tuple[int, ...]
     local_only: bool
@@ -60,37 +64,41 @@ class Transfer:
     def __call__(self, block: np.ndarray, comm) -> np.ndarray:
         """This rank's destination block (zeros at padding) from its source ``block``. Where
         the send order is the block itself, or the receive order the destination block, that
-        block is the buffer and nothing is copied."""
+        block is the buffer and nothing is copied. (The kept elements are copied after the
+        Alltoallv, not while it runs: MPICH's nonblocking one progressed only in its wait and
+        took longer on our machines.)"""
         if block.shape != self.src_shape:
             raise ValueError(f"block of shape {block.shape}, the transfer is from {self.src_shape}")
         size = math.prod(self.dst_shape)
-        full = self.recv.size == size  # no padding to zero
+        full = self.recv.size + self.keep_to.size == size  # no padding to zero
         out = (np.empty if full else np.zeros)(self.dst_shape, dtype=block.dtype)
-        key = block.dtype.str
-        if key not in self._buffers:
-            self._buffers[key] = (
-                np.empty(self.send.size, block.dtype),
-                np.empty(self.recv.size, block.dtype),
-            )
-        sendbuf, recvbuf = self._buffers[key]
-        if self.send.is_whole(block.size) and block.flags.c_contiguous:
-            sendbuf = block.reshape(-1)
-        else:
-            self.send.take(block.reshape(-1), sendbuf)
-        whole = out.reshape(-1)
+        whole, flat = out.reshape(-1), block.reshape(-1)
         if self.local_only:
-            recvbuf = sendbuf
+            copy_between(self.keep_from, flat, self.keep_to, whole, self._buffer(block, 2))
+            return out
+        if self.send.is_whole(block.size) and block.flags.c_contiguous:
+            sendbuf = flat
         else:
-            if self.recv.is_whole(size):
-                recvbuf = whole
-            mpitype = _mpi_type(block.dtype)
-            comm.Alltoallv(
-                [sendbuf, _counts(self.sendcounts), mpitype],
-                [recvbuf, _counts(self.recvcounts), mpitype],
-            )
+            sendbuf = self.send.take(flat, self._buffer(block, 0))
+        recvbuf = whole if self.recv.is_whole(size) else self._buffer(block, 1)
+        mpitype = _mpi_type(block.dtype)
+        me = comm.Get_rank()
+        comm.Alltoallv(
+            [sendbuf, _counts(self.sendcounts, me), mpitype],
+            [recvbuf, _counts(self.recvcounts, me), mpitype],
+        )
+        copy_between(self.keep_from, flat, self.keep_to, whole, self._buffer(block, 2))
         if recvbuf is not whole:
             self.recv.put(whole, recvbuf)
         return out
+
+    def _buffer(self, block: np.ndarray, which: int) -> np.ndarray:
+        """The kept send (0), receive (1) or kept-elements (2) buffer for ``block``'s dtype."""
+        key = block.dtype.str
+        if key not in self._buffers:
+            sizes = (self.send.size, self.recv.size, self.keep_from.size)
+            self._buffers[key] = tuple(np.empty(n, block.dtype) for n in sizes)
+        return self._buffers[key][which]
 
 
 def transfer(
@@ -137,12 +145,20 @@ def transfer(
     source = np.where(mine, me, rbase + splace.primary[rres])
 
     sendcounts = np.bincount(dest, minlength=size)
+    recvcounts = np.bincount(source, minlength=size)
     moving = int(sendcounts.sum() - sendcounts[me])
+    # the same elements in the same order, once in send order and once in receive order
+    sending, kept_from = _split(pos[rows][order], sendcounts, me)
+    receiving, kept_to = _split(
+        _positions(rkeep, dst.block_shape)[np.argsort(source, kind="stable")], recvcounts, me
+    )
     return Transfer(
-        send=IndexCopy.of(pos[rows][order]),
+        send=IndexCopy.of(sending),
         sendcounts=sendcounts,
-        recv=IndexCopy.of(_positions(rkeep, dst.block_shape)[np.argsort(source, kind="stable")]),
-        recvcounts=np.bincount(source, minlength=size),
+        recv=IndexCopy.of(receiving),
+        recvcounts=recvcounts,
+        keep_from=IndexCopy.of(kept_from),
+        keep_to=IndexCopy.of(kept_to),
         src_shape=tuple(src.block_shape),
         dst_shape=tuple(dst.block_shape),
         local_only=comm.allreduce(moving) == 0,
@@ -252,9 +268,20 @@ def _positions(keep: tuple[np.ndarray, ...], shape) -> np.ndarray:
     return np.ravel_multi_index(np.meshgrid(*picked, indexing="ij"), shape).ravel()
 
 
-def _counts(counts: np.ndarray) -> tuple[list[int], list[int]]:
-    """(counts, displacements) as Alltoallv takes them."""
+def _counts(counts: np.ndarray, me: int) -> tuple[list[int], list[int]]:
+    """(counts, displacements) as Alltoallv takes them, none to or from rank ``me`` itself
+    (its elements are copied, not sent: Transfer.keep_from)."""
+    counts = counts.copy()
+    counts[me] = 0
     return counts.tolist(), np.concatenate(([0], np.cumsum(counts)[:-1])).tolist()
+
+
+def _split(index: np.ndarray, counts: np.ndarray, me: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the positions for the other ranks, those for rank ``me``) of ``index``, laid out by
+    rank with ``counts[r]`` positions for rank r."""
+    start = int(counts[:me].sum())
+    end = start + int(counts[me])
+    return np.concatenate([index[:start], index[end:]]), index[start:end]
 
 
 # -- who holds what --------------------------------------------------------------------------

@@ -188,3 +188,53 @@ def test_sparse_relabelling_on_a_cluster_matches_the_dense_one():
             dense = relabelling(mv, P, 4, nodes)
             assert cost(mv, sparse.ranks, nodes) == cost(mv, dense.ranks, nodes), (name, g)
             assert sparse.bytes_after == dense.bytes_after
+
+
+def _measured(g, costs, cores=2):
+    """A count entry whose layout changes took exactly start + message x M + byte x B + copy
+    x C, times g / cores where the ranks share the cores."""
+    s = max(g / cores, 1.0)
+    rows = [[m, b, c] for m in (1, g - 1) for b in (1e5, 4e6) for c in (2e5, 9e6)]
+    rows = [
+        [*r, s * (costs[0] + sum(k * x for k, x in zip(costs[1:], r, strict=True)))] for r in rows
+    ]
+    return {"ranks": g, "efficiency": 1.0, "alltoallv": {"timed": rows}, "yielding": True}
+
+
+def test_measured_layout_changes_price_redistributions(tmp_path):
+    from bench.model.profile import fit_alltoallv
+    from bench.model.redistribution import loads
+
+    costs = (1e-4, 3e-5, 2e-10, 1e-10)
+    rows = _measured(9, costs)["alltoallv"]["timed"]
+    assert list(fit_alltoallv(rows, [4.5] * len(rows)).values()) == pytest.approx(costs)
+    two = {"start": 5e-5, "message": 1e-5, "byte": 1e-10, "copy": 5e-11}  # as fitted at 2
+    p2p = {"alpha": 2e-6, "beta": 1e-10, "alpha_large": 5e-6, "beta_large": 1e-10}
+    counts = [{"ranks": 2, **p2p, "collective_factor": {}, "alltoallv": {**two, "timed": []}}]
+    counts += [_measured(g, costs) for g in (4, 8)]
+    f = tmp_path / "measured.json"
+    f.write_text(json.dumps({**PROFILE, "counts": counts}))
+    prof = Profile.load(f)
+    assert prof.at(2).alltoallv == two
+    # beyond the cores, one fit over the counts measured there, grown as g / cores: also past
+    # the largest count measured
+    for g in (3, 8, 16):
+        assert list(prof.at(g).alltoallv.values()) == pytest.approx([c * g / 2 for c in costs])
+    # a uniform exchange: every rank's messages, bytes sent, and bytes packed and unpacked
+    g, each, itemsize = 8, 1000, 4
+    uniform = np.full((g, g), each, np.int64)
+    src, dst = np.nonzero(uniform)
+    assert loads(src, dst, uniform[src, dst], g, itemsize, 4.0) == (
+        g - 1,
+        (g - 1) * each * itemsize,
+        2 * g * each * itemsize,
+    )
+    sent, copied = (g - 1) * each * itemsize, 2 * g * each * itemsize
+    want = (costs[0] + costs[1] * (g - 1) + costs[2] * sent + costs[3] * copied) * g / 2
+    assert transfer_seconds(uniform, itemsize, prof, g) == pytest.approx(want)
+    # one rank sending to one other: that rank alone on a core, not slowed by the idle ones
+    lone = np.zeros((g, g), np.int64)
+    lone[0, 1] = 1 << 20
+    assert loads([0], [1], [1 << 20], g, 4, 4.0) == (0.25, 1 << 20, 1 << 20)
+    want = (costs[0] + costs[1] * 0.25 + (costs[2] + costs[3]) * (1 << 20)) * g / 2
+    assert transfer_seconds(lone, 4, prof, g) == pytest.approx(want)

@@ -75,8 +75,9 @@ def _transfer(comm, block, s, sm, d, dm, ranks, failures, label):
     me = comm.Get_rank()
     if not (counts - np.diag(np.diag(counts))).any():  # nothing moves: a local copy, no MPI
         want_sent = want_received = []
-    else:
-        want_sent, want_received = [counts[me].tolist()], [counts[:, me].tolist()]
+    else:  # what a rank keeps is copied, never sent to itself through MPI
+        off = counts - np.diag(np.diag(counts))
+        want_sent, want_received = [off[me].tolist()], [off[:, me].tolist()]
     if spy.sent != want_sent or spy.received != want_received:
         failures.append(
             f"rank {me} {label}: sent {spy.sent} received {spy.received}, "

@@ -79,3 +79,35 @@ def test_a_strided_array_is_indexed_element_by_element():
     copy = IndexCopy.of(np.arange(1024))
     flat = np.arange(4096.0)[::2]  # 1-D, not contiguous: the pieces' strides do not hold
     assert np.array_equal(copy.take(flat, np.empty(1024)), flat[:1024])
+
+
+@settings(max_examples=60, deadline=None)
+@given(views(), views())
+def test_copy_between_equals_fancy_indexing(src, dst):
+    (s, ns), (d, nd) = src, dst
+    n = min(s.size, d.size)
+    s, d = s[:n], d[:n]
+    patch = every_piece()
+    try:
+        copy_from, copy_to = IndexCopy.of(s), IndexCopy.of(d)
+    finally:
+        patch.undo()
+    a = np.arange(ns, dtype=np.float32) + 1
+    want = np.zeros(nd, np.float32)
+    want[d] = a[s]
+    got = np.zeros(nd, np.float32)
+    strided.copy_between(copy_from, a, copy_to, got, np.empty(n, np.float32))
+    assert np.array_equal(got, want)
+
+
+def test_copy_between_one_piece_each_copies_directly():
+    block = np.arange(64, dtype=np.float32).reshape(8, 8)
+    patch = every_piece()
+    try:
+        copy_from = IndexCopy.of(np.arange(64).reshape(8, 8)[2:6, 1:5])  # a 4 x 4 sub-block
+        copy_to = IndexCopy.of(np.arange(32).reshape(4, 8)[:, 2:6])
+    finally:
+        patch.undo()
+    out = np.zeros((4, 8), np.float32)
+    strided.copy_between(copy_from, block.ravel(), copy_to, out.ravel(), np.empty(0, np.float32))
+    assert np.array_equal(out[:, 2:6], block[2:6, 1:5])  # an empty buffer: never used

@@ -43,6 +43,9 @@ class Profile:
     # before they were.
     counts: tuple = ()
     comm_scale: float = 1.0  # what messages are multiplied by (see :meth:`at`)
+    # a redistribution at this many ranks per node: {"start", "message", "byte", "copy"}
+    # (seconds; bench.calibration.alltoallv_costs), set by :meth:`at` from the counts
+    alltoallv: dict | None = None
     ranks_per_node: int | None = None  # set by :meth:`at`
 
     @classmethod
@@ -103,9 +106,11 @@ class Profile:
         if ranks_per_node in memo:
             return memo[ranks_per_node]
         fitting = [c for c in self.counts if not c.get("yielding", False)]
+        alltoallv = self._alltoallv_at(ranks_per_node)
         if not fitting or ranks_per_node > fitting[-1]["ranks"]:
             out = replace(
                 self,
+                alltoallv=alltoallv,
                 counts=(),
                 comm_scale=self.slowdown(ranks_per_node),
                 ranks_per_node=ranks_per_node,
@@ -128,11 +133,39 @@ class Profile:
                 alpha_large=at_g([c["alpha_large"] for c in fitting]),
                 beta_large=at_g([c["beta_large"] for c in fitting]),
                 collective_factor=factors,
+                alltoallv=alltoallv,
                 counts=(),
                 ranks_per_node=ranks_per_node,
             )
         memo[ranks_per_node] = out
         return out
+
+    def _alltoallv_at(self, g: int) -> dict | None:
+        """A redistribution's Alltoallv costs at g ranks (bench.calibration.alltoallv_costs).
+        Up to the cores: those measured at g (linear between counts). Beyond, the cores
+        time-slice every rank's part, so the costs grow as g / cores: one fit over every
+        count measured there (a single count's fit swings with the scheduler), which also
+        covers counts past the largest measured."""
+        measured = [c for c in self.counts if "alltoallv" in c]
+        if not measured:
+            return None
+        sharing = [c for c in measured if c["ranks"] > self.cores]
+        if g > self.cores and sharing:
+            rows = [r for c in sharing for r in c["alltoallv"]["timed"]]
+            scale = [c["ranks"] / self.cores for c in sharing for _ in c["alltoallv"]["timed"]]
+            unit = self.__dict__.setdefault("_a2av_unit", fit_alltoallv(rows, scale))
+            return {k: v * g / self.cores for k, v in unit.items()}
+        fitting = [c for c in measured if c["ranks"] <= self.cores] or measured
+        gs = [c["ranks"] for c in fitting]
+        return {
+            k: float(np.interp(g, gs, [c["alltoallv"][k] for c in fitting])) for k in A2AV_TERMS
+        }
+
+    def alltoallv_seconds(self, loads) -> float:
+        """A redistribution with ``loads`` (messages, bytes, copied bytes:
+        bench.model.redistribution.loads) priced with :meth:`at`'s measured coefficients."""
+        c = self.alltoallv
+        return c["start"] + sum(c[k] * x for k, x in zip(A2AV_TERMS[1:], loads, strict=True))
 
     def p2p(self, nbytes: int) -> float:
         if nbytes < EAGER_LIMIT:
@@ -185,6 +218,33 @@ class Profile:
         return rows
 
 
+A2AV_TERMS = ("start", "message", "byte", "copy")  # a redistribution's coefficients
+
+
+def fit_alltoallv(rows, scale=None) -> dict[str, float]:
+    """{term: coefficient} of start + message x M + byte x B + copy x C fitted to [M, B, C,
+    seconds] rows (with ``scale``, one per row: to seconds / scale), each coefficient
+    non-negative, least squared relative error: the best of the least-squares fits over every
+    subset of the terms whose coefficients are all non-negative (the exact non-negative least
+    squares for so few terms, without importing scipy.optimize)."""
+    x = np.array([[1.0, *r[:-1]] for r in rows], float)
+    t = np.array([r[-1] for r in rows], float)
+    if scale is not None:
+        x = x * np.asarray(scale, float)[:, None]
+    x = x / t[:, None]
+    best, coef = math.inf, np.zeros(x.shape[1])
+    for keep in itertools.product((True, False), repeat=x.shape[1]):
+        cols = np.array(keep)
+        if not cols.any():
+            continue
+        c = np.zeros(x.shape[1])
+        c[cols] = np.linalg.lstsq(x[:, cols], np.ones(len(t)), rcond=None)[0]
+        err = float(np.sum((x @ c - 1.0) ** 2))
+        if (c >= 0).all() and err < best:
+            best, coef = err, c
+    return dict(zip(A2AV_TERMS, map(float, coef), strict=True))
+
+
 @dataclass(frozen=True)
 class _GemmRates:
     """Seconds per flop over a measured m x k x n grid, linear in the logs of the sizes (what
@@ -232,4 +292,4 @@ class _GemmRates:
         return out
 
 
-__all__ = ["Profile", "ProfileError"]
+__all__ = ["A2AV_TERMS", "Profile", "ProfileError", "fit_alltoallv"]

@@ -1,10 +1,11 @@
 """What moving a tensor from one layout to another costs: the elements every pair of ranks
-exchanges (layouts/transfer.exchange_counts, the counts the real Alltoallv sends), priced as
-that all-to-all with the calibrated parameters (Profile.exchange: the same pairwise-exchange
-formula and calibrated factor as ``Profile.collective("alltoall", ...)``, so a uniform
-redistribution costs exactly the calibrated all-to-all of its volume). On a cluster the messages
-between nodes are priced by the network's links instead (topology.links.LinkModel.exchange), as
-the kernel's are."""
+exchanges (layouts/transfer.exchange_counts, the counts the real Alltoallv sends), priced with
+the layout changes calibrate timed at each rank count (Profile.alltoallv_seconds: a start and
+costs per message, byte sent and byte copied, the node's cores sharing every rank's part).
+A profile from before that was measured prices it as the calibrated all-to-all
+(Profile.exchange: the pairwise-exchange formula and factor of ``Profile.collective("alltoall",
+...)``). On a cluster the messages between nodes are priced by the network's links instead
+(topology.links.LinkModel.exchange), as the kernel's are."""
 
 from __future__ import annotations
 
@@ -43,34 +44,60 @@ class MovePrice:
 def pairs_seconds(
     src, dst, count, P: int, profile: Profile, itemsize: int, ranks_per_node: int, links=None
 ) -> float:
-    """Seconds for one Alltoallv in which job rank ``src[i]`` sends ``count[i]`` elements to
-    ``dst[i]`` (each pair once; src == dst is a local copy): the busiest rank's time. A rank's
-    messages and bytes (the larger of what it sends and receives) are priced by Profile.exchange
-    at ``ranks_per_node``; with ``links`` (a cluster's network: topology.links.LinkModel, job
-    rank = tree rank) those crossing a priced level are priced by the links instead
-    (LinkModel.exchange), and the rank takes the longer of the two parts, which run at once.
-    Packing what it sends into one buffer and unpacking what it receives
-    (layouts/transfer.Transfer) is added at the profile's copy bandwidth, slowed as GEMMs are
-    where ranks share cores. Nothing moving between ranks costs nothing."""
+    """Seconds for one redistribution in which job rank ``src[i]`` sends ``count[i]`` elements
+    to ``dst[i]`` (each pair once; src == dst: kept, a local copy), at ``ranks_per_node``.
+    Where calibrate timed layout changes at each rank count, its coefficients price the
+    :func:`loads` (Profile.alltoallv_seconds); else (older profiles) each rank's messages and
+    bytes, the larger of what it sends and receives, are priced by Profile.exchange and its
+    packing, unpacking and keeping at the profile's copy bandwidth, slowed as GEMMs are where
+    ranks share cores, the busiest rank's time. With ``links`` (a cluster's network:
+    topology.links.LinkModel, job rank = tree rank) the messages crossing a priced level are
+    priced by the links instead (LinkModel.exchange), the two parts running at once. Nothing
+    moving between ranks costs nothing."""
     src, dst, count = (np.asarray(x, np.int64) for x in (src, dst, count))
     off = src != dst
     if not count[off].any():
         return 0.0
-    copied = np.bincount(src, count, minlength=P) + np.bincount(dst, count, minlength=P)
     net = np.zeros_like(off)
     if links is not None:
         net = off & links.crosses(src, dst)
     local = off & ~net
-    messages, elements = _busiest(src[local], dst[local], count[local], P)
     at = profile.at(ranks_per_node)
+    if at.alltoallv is not None:
+        per_core = max(ranks_per_node / profile.cores, 1.0)
+        seconds = at.alltoallv_seconds(loads(src, dst, count, P, itemsize, per_core, local))
+        if net.any():
+            seconds = max(seconds, links.exchange(src[net], dst[net], count[net] * itemsize).max())
+        return seconds
+    messages, elements = _busiest(src[local], dst[local], count[local], P)
     per_rank = np.where(elements > 0, at.exchange(messages, elements * itemsize), 0.0)
     per_rank = per_rank * at.comm_scale
     if net.any():
         per_rank = np.maximum(per_rank, links.exchange(src[net], dst[net], count[net] * itemsize))
-    per_rank = per_rank + copied * itemsize / profile.copy_bandwidth * profile.slowdown(
-        ranks_per_node
-    )
+    copied = np.bincount(src, count, minlength=P) + np.bincount(dst, count, minlength=P)
+    slow = profile.slowdown(ranks_per_node)
+    per_rank = per_rank + copied * itemsize / profile.copy_bandwidth * slow
     return float(np.max(per_rank))
+
+
+def loads(src, dst, count, P: int, itemsize: int, per_core: float, sent=None) -> tuple:
+    """(messages, bytes, copied bytes) of a redistribution in which rank ``src[i]`` sends
+    ``count[i]`` elements to ``dst[i]`` (src == dst: kept), as calibrate's coefficients price
+    them (Profile.alltoallv_seconds): per rank, the messages and bytes of the pairs ``sent``
+    (default: every one off the diagonal), the larger of what it sends and receives, and the
+    bytes it packs, unpacks and keeps (every pair); of each, the busiest rank's, or with
+    ``per_core`` ranks sharing a core the mean over ranks where larger (the cores share out
+    every rank's work, but no rank goes faster than alone on a core)."""
+    src, dst, count = (np.asarray(x, np.int64) for x in (src, dst, count))
+    if sent is None:
+        sent = src != dst
+    messages, elements = _busiest(src[sent], dst[sent], count[sent], P)
+    copied = np.bincount(src, count, minlength=P) + np.bincount(dst, count, minlength=P)
+    out = []
+    for x in (messages, elements * itemsize, copied * itemsize):
+        x = np.asarray(x, float)
+        out.append(max(float(x.mean()), float(x.max()) / per_core))
+    return tuple(out)
 
 
 def _busiest(src, dst, count, P: int) -> tuple[np.ndarray, np.ndarray]:
