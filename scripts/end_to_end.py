@@ -12,12 +12,12 @@ in it) and every shape it runs ``distmm run --layouts IN --json --profile`` and 
 - bytes: whether every rank's bytes sent in each redistribution phase equal the model's counts
   (layouts/endpoints.move_counts, the same relabelling);
 - redistribution predicted / measured (in + out), with the median |ratio - 1| overall;
-- throughput: what the calibrated all-to-all of the same volume (every rank sending the busiest
-  rank's bytes, spread evenly) would take, over the measured redistribution time (>= 0.8
-  wanted; above 1 the redistribution beat a uniform all-to-all of its peak volume). That is the
-  model's price of the all-to-all at P; at the rank count the profile was made at, ``vs_a2a``
-  also sets the measured redistribution against the all-to-all calibrate timed there (the
-  profile's table, interpolated), which no model stands between.
+- throughput: the model's price of a uniform all-to-all of the same volume (every rank sending
+  the busiest rank's bytes, spread evenly) over the measured redistribution time (>= 0.8
+  wanted; above 1 the redistribution beat a uniform all-to-all of its peak volume); with a
+  profile that timed layout changes, that price comes from them. At the rank count the profile
+  was made at, ``vs_a2a`` also sets the measured redistribution against the all-to-all
+  calibrate timed there (the profile's table, interpolated), which no model stands between.
 Then one relabelling case: SUMMA's own layouts written on the transposed mesh move 0 bytes.
 """
 
