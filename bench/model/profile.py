@@ -1,8 +1,10 @@
 """A machine profile: the calibrated prices of messages, collectives, GEMMs and copies.
 
 `distmm calibrate` writes it. Message and collective prices use the alpha-beta formulas of
-topology/costs.py with the fitted parameters, scaled by a measured factor per collective. GEMM
-rates are interpolated linearly in log(m), log(k), log(n) over the measured grid.
+topology/costs.py with the fitted parameters, scaled by a measured factor per collective.
+Redistributions are priced with coefficients fitted to whole layout changes timed at each rank
+count (:meth:`Profile.alltoallv_seconds`). GEMM rates are interpolated linearly in log(m),
+log(k), log(n) over the measured grid.
 """
 
 from __future__ import annotations
@@ -141,8 +143,8 @@ class Profile:
         return out
 
     def _alltoallv_at(self, g: int) -> dict | None:
-        """A redistribution's Alltoallv costs at g ranks (bench.calibration.alltoallv_costs).
-        Up to the cores: those measured at g (linear between counts). Beyond, the cores
+        """A redistribution's coefficients at g ranks (bench.calibration.alltoallv_costs).
+        Up to the cores: those fitted at g (linear between counts). Beyond, the cores
         time-slice every rank's part, so the costs grow as g / cores: one fit over every
         count measured there (a single count's fit swings with the scheduler), which also
         covers counts past the largest measured."""
@@ -153,8 +155,9 @@ class Profile:
         if g > self.cores and sharing:
             rows = [r for c in sharing for r in c["alltoallv"]["timed"]]
             scale = [c["ranks"] / self.cores for c in sharing for _ in c["alltoallv"]["timed"]]
-            unit = self.__dict__.setdefault("_a2av_unit", fit_alltoallv(rows, scale))
-            return {k: v * g / self.cores for k, v in unit.items()}
+            if "_a2av_unit" not in self.__dict__:  # once per profile
+                self.__dict__["_a2av_unit"] = fit_alltoallv(rows, scale)
+            return {k: v * g / self.cores for k, v in self.__dict__["_a2av_unit"].items()}
         fitting = [c for c in measured if c["ranks"] <= self.cores] or measured
         gs = [c["ranks"] for c in fitting]
         return {
