@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 # Pieces are worth their per-piece overhead (a view and a copy call, some microseconds) only when
 # they are long; below this many elements a piece on average, fancy indexing is kept.
@@ -68,26 +67,53 @@ class IndexCopy:
 
     def take(self, flat: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out[:] = flat[index]`` (both 1-D)."""
-        if self._fancy(flat):
+        if self._fancy(flat, out):
             return np.take(flat, self.index, out=out)
-        for p in self.pieces:
-            out[p.offset : p.offset + p.size].reshape(p.shape)[...] = _view(flat, p)
+        dt = flat.dtype
+        for shape, start, strides, offset in self._in_bytes(dt.itemsize):
+            np.copyto(
+                np.ndarray(shape, dt, out, offset), np.ndarray(shape, dt, flat, start, strides)
+            )
         return out
 
     def put(self, flat: np.ndarray, values: np.ndarray) -> None:
         """``flat[index] = values`` (both 1-D; ``flat`` writeable)."""
-        if self._fancy(flat):
+        if self._fancy(flat, values):
             flat[self.index] = values
             return
-        for p in self.pieces:
-            _view(flat, p)[...] = values[p.offset : p.offset + p.size].reshape(p.shape)
+        dt = flat.dtype
+        for shape, start, strides, offset in self._in_bytes(dt.itemsize):
+            np.copyto(
+                np.ndarray(shape, dt, flat, start, strides), np.ndarray(shape, dt, values, offset)
+            )
 
-    def _fancy(self, flat: np.ndarray) -> bool:
-        """Whether to index ``flat`` element by element: no pieces, or ``flat`` not the
-        contiguous array the pieces' strides assume."""
+    def _in_bytes(self, itemsize: int) -> list:
+        """The pieces as (shape, start, strides, offset) in bytes, worked out once per item
+        size: a copy per piece then costs a few microseconds, which is what sets MIN_PIECE."""
+        memo = self.__dict__.setdefault("_bytes", {})
+        if itemsize not in memo:
+            memo[itemsize] = [
+                (
+                    p.shape,
+                    p.start * itemsize,
+                    [s * itemsize for s in p.strides],
+                    p.offset * itemsize,
+                )
+                for p in self.pieces
+            ]
+        return memo[itemsize]
+
+    def _fancy(self, flat: np.ndarray, packed: np.ndarray) -> bool:
+        """Whether to index ``flat`` element by element: no pieces, or ``flat`` or the
+        ``packed`` buffer not the contiguous arrays of one dtype the pieces assume."""
         if flat.ndim != 1 or flat.size < self.bound:
             raise IndexError(f"index up to {self.bound - 1} into an array of shape {flat.shape}")
-        return self.pieces is None or not flat.flags.c_contiguous
+        return (
+            self.pieces is None
+            or not flat.flags.c_contiguous
+            or not packed.flags.c_contiguous
+            or packed.dtype != flat.dtype
+        )
 
 
 def copy_between(
@@ -97,21 +123,24 @@ def copy_between(
     piece of the same shape, else through ``buf`` (``src.size`` elements)."""
     if not src.size:
         return
-    one = src.pieces is not None and dst.pieces is not None
     if (
-        one
+        src.pieces is not None
+        and dst.pieces is not None
         and len(src.pieces) == len(dst.pieces) == 1
         and src.pieces[0].shape == dst.pieces[0].shape
+        and not src._fancy(src_flat, dst_flat)
+        and not dst._fancy(dst_flat, src_flat)
     ):
-        if not src._fancy(src_flat) and not dst._fancy(dst_flat):
-            _view(dst_flat, dst.pieces[0])[...] = _view(src_flat, src.pieces[0])
-            return
+        np.copyto(_view(dst_flat, dst.pieces[0]), _view(src_flat, src.pieces[0]))
+        return
     dst.put(dst_flat, src.take(src_flat, buf))
 
 
 def _view(flat: np.ndarray, p: Piece) -> np.ndarray:
+    # the ndarray constructor, not as_strided: a tenth of its cost per view (0.5 against 5 us),
+    # which bounds how short a piece can be worth it; it also refuses a view past the end
     size = flat.itemsize
-    return as_strided(flat[p.start :], p.shape, tuple(s * size for s in p.strides))
+    return np.ndarray(p.shape, flat.dtype, flat, p.start * size, [s * size for s in p.strides])
 
 
 def _pieces(index: np.ndarray) -> tuple[Piece, ...] | None:
