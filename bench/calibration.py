@@ -196,11 +196,11 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
     asleep, as if not launched): the alpha-beta fits of a ping-pong between ranks 0 and 1 while
     the other g - 2 wait in MPI (polling or yielding, as a run's idle ranks do), each
     collective's measured / formula factor on the g ranks with those fits (large messages),
-    the GEMM time-slicing efficiency when g exceeds the cores, and a redistribution's
-    Alltoallv (:func:`alltoallv_costs`). [{"ranks": g, "alpha", "beta", "alpha_large",
+    the GEMM time-slicing efficiency when g exceeds the cores, and whole layout changes
+    (:func:`alltoallv_costs`). [{"ranks": g, "alpha", "beta", "alpha_large",
     "beta_large", "collective_factor": {kind: f}, "efficiency", "alltoallv", "yielding"}].
-    Where MPI yields (the job has more ranks than cores) only the efficiency and the Alltoallv
-    are measured: the model prices the kernels' messages there from the launched job's
+    Where MPI yields (the job has more ranks than cores) only the efficiency and the layout
+    changes are measured: the model prices the kernels' messages there from the launched job's
     (Profile.at), since messages measured with the others yielding predicted runs worse."""
     from mpi4py import MPI
 

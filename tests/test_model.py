@@ -146,6 +146,11 @@ def test_calibrate_trace_analyze(tmp_path):
     assert "# alltoall on 2 ranks" in r.stdout
     (count,) = data["counts"]  # every rank count up to the job's: here 2
     assert count["ranks"] == 2 and count["efficiency"] > 0
+    # the layout changes that price redistributions, timed at the count: one row per move
+    moves = count["alltoallv"]
+    assert len(moves["timed"]) == 3 and all(r[-1] > 0 for r in moves["timed"])
+    assert set(moves) == {"start", "message", "byte", "copy", "timed"}
+    assert min(moves[k] for k in ("start", "message", "byte", "copy")) >= 0
     loaded = Profile.load(prof)  # a count that fits the cores is priced with its own alpha
     if count["yielding"]:  # more ranks than cores: only time slicing is measured there
         assert "alpha" not in count and loaded.at(2).alpha == loaded.alpha
