@@ -82,15 +82,19 @@ class Transfer:
             sendbuf = self.send.take(flat, self._buffer(block, 0))
         recvbuf = whole if self.recv.is_whole(size) else self._buffer(block, 1)
         mpitype = _mpi_type(block.dtype)
-        me = comm.Get_rank()
-        comm.Alltoallv(
-            [sendbuf, _counts(self.sendcounts, me), mpitype],
-            [recvbuf, _counts(self.recvcounts, me), mpitype],
-        )
+        sends, recvs = self._through_mpi(comm.Get_rank())
+        comm.Alltoallv([sendbuf, sends, mpitype], [recvbuf, recvs, mpitype])
         copy_between(self.keep_from, flat, self.keep_to, whole, self._buffer(block, 2))
         if recvbuf is not whole:
             self.recv.put(whole, recvbuf)
         return out
+
+    def _through_mpi(self, me: int) -> tuple:
+        """The Alltoallv's (counts, displacements) to send and receive, worked out once."""
+        memo = self.__dict__.setdefault("_specs", {})
+        if me not in memo:
+            memo[me] = (_counts(self.sendcounts, me), _counts(self.recvcounts, me))
+        return memo[me]
 
     def _buffer(self, block: np.ndarray, which: int) -> np.ndarray:
         """The kept send (0), receive (1) or kept-elements (2) buffer for ``block``'s dtype."""

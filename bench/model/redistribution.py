@@ -69,12 +69,11 @@ def pairs_seconds(
         if net.any():
             seconds = max(seconds, links.exchange(src[net], dst[net], count[net] * itemsize).max())
         return seconds
-    messages, elements = _busiest(src[local], dst[local], count[local], P)
+    messages, elements, copied = _per_rank(src, dst, count, P, local)
     per_rank = np.where(elements > 0, at.exchange(messages, elements * itemsize), 0.0)
     per_rank = per_rank * at.comm_scale
     if net.any():
         per_rank = np.maximum(per_rank, links.exchange(src[net], dst[net], count[net] * itemsize))
-    copied = np.bincount(src, count, minlength=P) + np.bincount(dst, count, minlength=P)
     slow = profile.slowdown(ranks_per_node)
     per_rank = per_rank + copied * itemsize / profile.copy_bandwidth * slow
     return float(np.max(per_rank))
@@ -89,15 +88,20 @@ def loads(src, dst, count, P: int, itemsize: int, per_core: float, sent=None) ->
     ``per_core`` ranks sharing a core the mean over ranks where larger (the cores share out
     every rank's work, but no rank goes faster than alone on a core)."""
     src, dst, count = (np.asarray(x, np.int64) for x in (src, dst, count))
-    if sent is None:
-        sent = src != dst
-    messages, elements = _busiest(src[sent], dst[sent], count[sent], P)
-    copied = np.bincount(src, count, minlength=P) + np.bincount(dst, count, minlength=P)
+    messages, elements, copied = _per_rank(src, dst, count, P, src != dst if sent is None else sent)
     out = []
     for x in (messages, elements * itemsize, copied * itemsize):
         x = np.asarray(x, float)
         out.append(max(float(x.mean()), float(x.max()) / per_core))
     return tuple(out)
+
+
+def _per_rank(src, dst, count, P: int, sent) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(messages, elements, copied) per rank: :func:`_busiest` of the pairs ``sent``, and the
+    elements each rank packs, unpacks or keeps over every pair."""
+    messages, elements = _busiest(src[sent], dst[sent], count[sent], P)
+    copied = np.bincount(src, count, minlength=P) + np.bincount(dst, count, minlength=P)
+    return messages, elements, copied
 
 
 def _busiest(src, dst, count, P: int) -> tuple[np.ndarray, np.ndarray]:
