@@ -127,8 +127,8 @@ def main(args) -> int:
     kinds = sorted(set().union(*(c.get("collective_factor", {}) for c in counts)))
     say(
         "\n# at each rank count, the others asleep: ping-pong fits with the rest waiting in MPI, "
-        "measured / formula per collective, GEMM time-slicing efficiency (above the cores only "
-        "the efficiency: messages there are priced from this job's), and a layout change: "
+        "measured / formula per collective (above the cores: each collective timed, fitted "
+        "below), GEMM time-slicing efficiency, and a layout change: "
         "seconds to start, per message, and rates per byte sent and per byte copied"
     )
     say(
@@ -183,9 +183,26 @@ def main(args) -> int:
     }
     if rank == 0:
         write_json_atomic(out, profile, indent=1)
+        _say_sliced(say, out, cores)
         say(f"\nwrote {out}")
     world.Barrier()
     return 0
+
+
+def _say_sliced(say, out: Path, cores: int) -> None:
+    """Print the collectives' alpha and beta with more ranks than cores (Profile.sliced_fit)."""
+    from .model.profile import Profile
+
+    fitted = Profile.load(out).sliced_fit()
+    if not fitted:
+        return
+    say(
+        f"\n# above the {cores} cores, fitted to every count there: each collective's alpha "
+        "and bandwidth with one rank per core (a run with s ranks per core pays s times)"
+    )
+    for kind, (alpha, beta) in fitted.items():
+        rate = f"{1 / beta / 1e9:.2f} GB/s" if beta > 0 else "-"
+        say(f"  {kind:<15} alpha {alpha * 1e6:8.1f} us  {rate}")
 
 
 LAUNCH_VARS = ("PMI_", "PMIX_", "HYDRA_", "MPI_LOCAL", "OMPI_", "MPIR_CVAR_")

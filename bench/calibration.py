@@ -89,43 +89,50 @@ def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
     return max(float(alpha), 1e-9), max(float(beta), 1e-15)
 
 
-def collectives(world, quick: bool, sizes=None) -> dict[str, list[list[float]]]:
-    """{kind: [[bytes, avg s, min s, max s], ...]} on ``world``; bytes as Event.nbytes means."""
-    from mpi4py import MPI
-
-    g, rank = world.Get_size(), world.Get_rank()
+def collectives(world, quick: bool, sizes=None, iters=_iters) -> dict[str, list[list[float]]]:
+    """{kind: [[bytes, avg s, min s, max s], ...]} on ``world``; bytes as Event.nbytes means;
+    ``iters(nbytes, quick)`` gives the (warm-up, timed) iterations."""
     out: dict[str, list] = {k: [] for k in COMM_KINDS}
-    if g < 2:
+    if world.Get_size() < 2:
         return out
-    right, left = (rank + 1) % g, (rank - 1) % g
     if sizes is None:
         sizes = COLL_SIZES[::2] if quick else COLL_SIZES
     for n in sizes:
-        count = max(g, n // 4 // g * g)  # float32 elements, divisible by g
-        a = np.ones(count, dtype=np.float32)
-        b = np.empty_like(a)
-        gathered = np.empty(count * g, dtype=np.float32)
-        part = np.empty(count // g, dtype=np.float32)
-        ops = {
-            "shift": partial(world.Sendrecv, a, dest=right, recvbuf=b, source=left),
-            "bcast": partial(world.Bcast, a, root=0),
-            "allgather": partial(world.Allgather, a, gathered),
-            "reduce_scatter": partial(world.Reduce_scatter_block, a, part, op=MPI.SUM),
-            "allreduce": partial(world.Allreduce, a, b, op=MPI.SUM),
-            "alltoall": partial(world.Alltoall, a, b),
-        }
-        warm, iters = _iters(a.nbytes, quick)
+        nbytes, ops = _collective_ops(world, n)
+        warm, timed = iters(nbytes, quick)
         for kind, op in ops.items():
             for _ in range(warm):
                 op()
             world.Barrier()
             t0 = _now()
-            for _ in range(iters):
+            for _ in range(timed):
                 op()
-            t = (_now() - t0) / iters
+            t = (_now() - t0) / timed
             ts = world.allgather(t)
-            out[kind].append([a.nbytes, float(np.mean(ts)), min(ts), max(ts)])
+            out[kind].append([nbytes, float(np.mean(ts)), min(ts), max(ts)])
     return out
+
+
+def _collective_ops(world, n: int) -> tuple[int, dict]:
+    """(bytes as Event.nbytes means, {kind: a call of that collective}) for about ``n`` bytes
+    of float32 on ``world``."""
+    from mpi4py import MPI
+
+    g, rank = world.Get_size(), world.Get_rank()
+    right, left = (rank + 1) % g, (rank - 1) % g
+    count = max(g, n // 4 // g * g)  # float32 elements, divisible by g
+    a = np.ones(count, dtype=np.float32)
+    b = np.empty_like(a)
+    gathered = np.empty(count * g, dtype=np.float32)
+    part = np.empty(count // g, dtype=np.float32)
+    return a.nbytes, {
+        "shift": partial(world.Sendrecv, a, dest=right, recvbuf=b, source=left),
+        "bcast": partial(world.Bcast, a, root=0),
+        "allgather": partial(world.Allgather, a, gathered),
+        "reduce_scatter": partial(world.Reduce_scatter_block, a, part, op=MPI.SUM),
+        "allreduce": partial(world.Allreduce, a, b, op=MPI.SUM),
+        "alltoall": partial(world.Alltoall, a, b),
+    }
 
 
 def gemm_rates(world, quick: bool, cores: int) -> dict[str, list[list[float]]]:
@@ -178,6 +185,7 @@ def copy_bandwidth(world, cores: int) -> float:
 
 COUNT_P2P_SIZES = (8, 1 << 10, 1 << 16, 1 << 20, 1 << 22)  # per rank count: fits' points
 COUNT_COLL_SIZES = (1 << 16, 1 << 20, 1 << 22)  # the large messages the factors come from
+SLICED_COLL_SIZES = (1 << 12, 1 << 18, 1 << 21)  # collectives timed above the cores
 
 
 def counts_measured(P: int) -> list[int]:
@@ -199,9 +207,9 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
     the GEMM time-slicing efficiency when g exceeds the cores, and whole layout changes
     (:func:`alltoallv_costs`). [{"ranks": g, "alpha", "beta", "alpha_large",
     "beta_large", "collective_factor": {kind: f}, "efficiency", "alltoallv", "yielding"}].
-    Where MPI yields (the job has more ranks than cores) only the efficiency and the layout
-    changes are measured: the model prices the kernels' messages there from the launched job's
-    (Profile.at), since messages measured with the others yielding predicted runs worse."""
+    Where MPI yields (the job has more ranks than cores) the ping-pong and factors give way to
+    each collective timed on all g ranks (:func:`sliced_collectives`, "collectives"): the
+    model fits those of every count above the cores together (Profile.at)."""
     from mpi4py import MPI
 
     rank = world.Get_rank()
@@ -235,7 +243,12 @@ def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
     efficiency = shared[-1][1] if shared else 1.0
     alltoallv = alltoallv_costs(comm, quick, cores)
     if not messages:
-        return {"ranks": comm.Get_size(), "efficiency": efficiency, "alltoallv": alltoallv}
+        return {
+            "ranks": comm.Get_size(),
+            "efficiency": efficiency,
+            "alltoallv": alltoallv,
+            "collectives": sliced_collectives(comm, quick),
+        }
     # the other ranks wait in MPI (polling or yielding), as a run's idle ranks do
     points = pingpong(comm, quick, COUNT_P2P_SIZES, _count_iters, lambda c: c.Barrier())
     small = fit([p for p in points if p[0] < EAGER_LIMIT])
@@ -251,6 +264,44 @@ def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
         "efficiency": efficiency,
         "alltoallv": alltoallv,
     }
+
+
+SLICED_GEMM = 512  # the square GEMM each rank does before each collective timed above the cores
+
+
+def sliced_collectives(comm, quick: bool) -> dict[str, list[list[float]]]:
+    """{kind: [[bytes, seconds], ...]}: what each collective (algorithms/events.COMM_KINDS) on
+    all of ``comm``'s ranks, more than the cores, adds to a loop in which every rank does a
+    GEMM before it, as a run's steps do: the loop's time with the collective less without,
+    per iteration, barrier to barrier (bytes as Event.nbytes means, SLICED_COLL_SIZES). A rank
+    that reaches a collective waits for partners the scheduler has given a GEMM to, which
+    collectives timed back to back (all ranks in MPI, yielding to each other) do not show:
+    those priced runs' communication at a fifth of what it took."""
+    from algorithms.comm import _gemm_rows
+
+    x = np.ones((SLICED_GEMM, SLICED_GEMM), np.float32)
+    c, tmp = np.zeros_like(x), np.zeros_like(x)
+    reps = 2 if quick else 4
+
+    def lap(op=None) -> float:
+        comm.Barrier()
+        t0 = _now()
+        for _ in range(reps):
+            _gemm_rows(x, x, c, True, tmp)
+            if op is not None:
+                op()
+        comm.Barrier()
+        return comm.bcast(_now() - t0, root=0) / reps
+
+    lap()  # warm-up
+    alone = float(np.median([lap() for _ in range(3)]))
+    out: dict[str, list] = {}
+    for n in SLICED_COLL_SIZES[1:] if quick else SLICED_COLL_SIZES:
+        nbytes, ops = _collective_ops(comm, n)
+        for kind, op in ops.items():
+            op()  # warm-up
+            out.setdefault(kind, []).append([nbytes, max(lap(op) - alone, 0.0)])
+    return out
 
 
 A2AV_BYTES = (1 << 18, 1 << 22)  # bytes of the matrix each rank holds in the timed moves

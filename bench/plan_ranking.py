@@ -24,8 +24,7 @@ def lower_bound_seconds(
     """Seconds no redistribution into ``plan``'s layouts can beat: for A and B, the elements an
     average rank needs (its replicated copies included) beyond the largest user block, at the
     cheapest bandwidth a byte can take (the node's, or a priced link's)."""
-    at = profile.at(rpn)
-    beta = min(at.beta, at.beta_large) * at.collective_factor.get("alltoall", 1.0) * at.comm_scale
+    beta = profile.at(rpn).byte_seconds()
     if links is not None:
         from topology.hierarchy import levels_of
 

@@ -65,6 +65,67 @@ def test_profile_at_a_rank_count_uses_what_was_measured_there(tmp_path):
     assert legacy.at(8).comm_scale == legacy.slowdown(8) > 1 and legacy.at(8).alpha == legacy.alpha
 
 
+def test_collectives_above_the_cores_fitted_over_every_count(tmp_path):
+    """Each collective timed on g > cores ranks at exactly its formula with (alpha, beta) x
+    g / cores: the fit recovers them and a run of P ranks pays them x P / cores, also past the
+    largest count measured; GEMMs keep their own slowdown."""
+    from conftest import PROFILE
+
+    from topology.costs import collective_seconds
+
+    unit = {"bcast": (3e-5, 2e-10), "allgather": (1e-5, 5e-10), "alltoall": (4e-5, 1e-9)}
+
+    def timed(g):
+        return {
+            kind: [
+                [n, collective_seconds(kind, n, g, a, b) * g / 2] for n in (4096, 1 << 18, 1 << 21)
+            ]
+            for kind, (a, b) in unit.items()
+        }
+
+    counts = [_count(2, 2e-6, 1.0)]
+    counts += [
+        {"ranks": g, "efficiency": 1.0, "yielding": True, "collectives": timed(g)}
+        for g in (3, 6, 9)
+    ]
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({**PROFILE, "collective_factor": {"bcast": 9.0}, "counts": counts}))
+    prof = Profile.load(f)
+    for kind, ab in prof.sliced_fit().items():
+        assert ab == pytest.approx(unit[kind])
+    assert prof.at(2).sliced is None and prof.at(2).alpha == 2e-6  # fits the cores: as measured
+    for P in (4, 9, 32):
+        at = prof.at(P)
+        assert at.comm_scale == P / 2
+        n, g = 1 << 20, 4
+        want = collective_seconds("bcast", n, g, *unit["bcast"]) * P / 2
+        assert at.collective("bcast", n, g) * at.comm_scale == pytest.approx(want)
+        assert at.byte_seconds() == pytest.approx(1e-9 * P / 2)
+    # a kind not timed there keeps the launched job's formula and factor
+    assert prof.at(4).collective("allreduce", 1 << 20, 4) == prof.collective(
+        "allreduce", 1 << 20, 4
+    )
+
+
+def test_time_slicing_is_one_efficiency_for_every_count():
+    """The median of the efficiencies measured above the cores, at most 1, for every count: a
+    single count's value swings with the scheduler."""
+    noisy = Profile(
+        1e-6,
+        1e-10,
+        1e-6,
+        1e-10,
+        cores=2,
+        shared_efficiency=((1, 1), (1.5, 0.8), (2, 1.4), (3, 0.9)),
+    )
+    assert noisy.efficiency() == 0.9
+    assert noisy.slowdown(2) == 1.0 and noisy.slowdown(4) == pytest.approx(2 / 0.9)
+    assert noisy.slowdown(6) == pytest.approx(3 / 0.9)
+    faster = Profile(1e-6, 1e-10, 1e-6, 1e-10, cores=2, shared_efficiency=((1, 1), (4, 1.3)))
+    assert faster.slowdown(8) == 4.0  # never faster than one rank per core
+    assert Profile(1e-6, 1e-10, 1e-6, 1e-10, cores=2).slowdown(8) == 4.0  # not measured: perfect
+
+
 def _write(tmp_path, data):
     f = tmp_path / "legacy.json"
     f.write_text(json.dumps(data))
@@ -152,8 +213,10 @@ def test_calibrate_trace_analyze(tmp_path):
     assert set(moves) == {"start", "message", "byte", "copy", "timed"}
     assert min(moves[k] for k in ("start", "message", "byte", "copy")) >= 0
     loaded = Profile.load(prof)  # a count that fits the cores is priced with its own alpha
-    if count["yielding"]:  # more ranks than cores: only time slicing is measured there
+    if count["yielding"]:  # more ranks than cores: time slicing and the collectives timed
         assert "alpha" not in count and loaded.at(2).alpha == loaded.alpha
+        assert all(t > 0 for rows in count["collectives"].values() for _, t in rows)
+        assert loaded.sliced_fit().keys() == count["collectives"].keys()
     else:
         assert count["alpha"] > 0 and count["collective_factor"]["bcast"] > 0
         assert loaded.at(2).alpha == count["alpha"]

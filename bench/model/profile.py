@@ -1,7 +1,8 @@
 """A machine profile: the calibrated prices of messages, collectives, GEMMs and copies.
 
 `distmm calibrate` writes it. Message and collective prices use the alpha-beta formulas of
-topology/costs.py with the fitted parameters, scaled by a measured factor per collective.
+topology/costs.py with the fitted parameters, scaled by a measured factor per collective; with
+more ranks than cores, each collective's own alpha and beta fitted to its timings there.
 Redistributions are priced with coefficients fitted to whole layout changes timed at each rank
 count (:meth:`Profile.alltoallv_seconds`). GEMM rates are interpolated linearly in log(m),
 log(k), log(n) over the measured grid.
@@ -48,6 +49,9 @@ class Profile:
     # a redistribution at this many ranks per node: {"start", "message", "byte", "copy"}
     # (seconds; bench.calibration.alltoallv_costs), set by :meth:`at` from the counts
     alltoallv: dict | None = None
+    # above the cores, set by :meth:`at`: {kind: (alpha, beta)} of each collective's formula
+    # with one rank per core (:meth:`sliced_fit`), times ``comm_scale`` = ranks per core
+    sliced: dict | None = None
     ranks_per_node: int | None = None  # set by :meth:`at`
 
     @classmethod
@@ -82,22 +86,30 @@ class Profile:
     # -- prices ---------------------------------------------------------------------------
     def slowdown(self, ranks_per_node: int) -> float:
         """How much longer a rank's work takes when ranks share cores: ranks per core divided by
-        the measured time-slicing efficiency (interpolated; 1 rank per core or fewer: 1)."""
+        the time-slicing efficiency (1 rank per core or fewer: 1). The efficiency is one value
+        for every count above the cores, the median of those measured there and at most 1: a
+        single count's swings with the scheduler (0.78 to 1.47 over 3 to 16 ranks on 2 cores):
+        pricing each count with its own value put GEMMs 15-30% off at P = 4, 6 and 12."""
         per_core = ranks_per_node / self.cores
         if per_core <= 1:
             return 1.0
-        pts = sorted(self.shared_efficiency) or [(1.0, 1.0)]
-        xs, ys = [1.0] + [p[0] for p in pts], [1.0] + [p[1] for p in pts]
-        return per_core / float(np.interp(per_core, xs, ys))
+        return per_core / self.efficiency()
+
+    def efficiency(self) -> float:
+        """GEMMs' time-slicing efficiency with more ranks than cores (see :meth:`slowdown`)."""
+        sharing = [e for per_core, e in self.shared_efficiency if per_core > 1]
+        return min(float(np.median(sharing)), 1.0) if sharing else 1.0
 
     def at(self, ranks_per_node: int) -> Profile:
         """This profile as a run with ``ranks_per_node`` ranks on the node sees it. Up to the
         largest count measured without time slicing (the ranks fit the cores), messages and
         collectives are priced with the parameters measured at that many ranks (linear between
-        counts) and ``comm_scale`` is 1. Beyond, the launched job's parameters slowed as GEMMs
-        are (:meth:`slowdown`): the counts measured there with the others yielding in MPI
-        predicted runs worse (a 22% median error against 13%, see issue 13's note), since in a
-        run the others compute instead. GEMMs and copies are priced by the caller."""
+        counts) and ``comm_scale`` is 1. Beyond, each collective's formula with the alpha and
+        beta fitted to it over every count timed above the cores (:meth:`sliced_fit`), times
+        ``comm_scale`` = ranks per core: the cores time-slice every rank's part of it. Profiles
+        without those timings use the launched job's parameters slowed as GEMMs are
+        (:meth:`slowdown`), which counts the launched job's own time slicing twice. GEMMs and
+        copies are priced by the caller."""
         if self.ranks_per_node is not None:
             if ranks_per_node != self.ranks_per_node:
                 raise ValueError(
@@ -109,7 +121,17 @@ class Profile:
             return memo[ranks_per_node]
         fitting = [c for c in self.counts if not c.get("yielding", False)]
         alltoallv = self._alltoallv_at(ranks_per_node)
-        if not fitting or ranks_per_node > fitting[-1]["ranks"]:
+        sliced = self.sliced_fit()
+        if sliced and ranks_per_node > self.cores:
+            out = replace(
+                self,
+                alltoallv=alltoallv,
+                counts=(),
+                sliced=sliced,
+                comm_scale=ranks_per_node / self.cores,
+                ranks_per_node=ranks_per_node,
+            )
+        elif not fitting or ranks_per_node > fitting[-1]["ranks"]:
             out = replace(
                 self,
                 alltoallv=alltoallv,
@@ -164,6 +186,32 @@ class Profile:
             k: float(np.interp(g, gs, [c["alltoallv"][k] for c in fitting])) for k in A2AV_TERMS
         }
 
+    def sliced_fit(self) -> dict:
+        """{kind: (alpha, beta)}: each collective's formula (topology/costs.py) with one alpha
+        and one beta for all message sizes, fitted (:func:`fit_nonnegative`, least absolute
+        squares: the times are differences of two loops, near zero or noise for small
+        messages, which a relative fit would let lead) to its times on g ranks for every count
+        g measured above the cores, each divided by g / cores: the cores share out every
+        rank's part. Once per profile; {} if none was measured."""
+        if "_sliced" in self.__dict__:
+            return self.__dict__["_sliced"]
+        rows: dict[str, list] = {}
+        for c in self.counts:
+            g = c["ranks"]
+            for kind, timed in c.get("collectives", {}).items() if g > self.cores else ():
+                for n, sec in timed:
+                    unit = (
+                        collective_seconds(kind, n, g, 1.0, 0.0),
+                        collective_seconds(kind, n, g, 0.0, 1.0),
+                    )
+                    rows.setdefault(kind, []).append(([u * g / self.cores for u in unit], sec))
+        fitted = {
+            kind: tuple(fit_nonnegative([x for x, _ in r], [t for _, t in r], relative=False))
+            for kind, r in rows.items()
+        }
+        self.__dict__["_sliced"] = fitted
+        return fitted
+
     def alltoallv_seconds(self, loads) -> float:
         """A redistribution with ``loads`` (messages, bytes, copied bytes:
         bench.model.redistribution.loads) priced with :meth:`at`'s measured coefficients."""
@@ -176,6 +224,9 @@ class Profile:
         return self.alpha_large + nbytes * self.beta_large
 
     def collective(self, kind: str, nbytes: int, g: int) -> float:
+        """Seconds of one collective on g ranks, before ``comm_scale``."""
+        if self.sliced and kind in self.sliced:
+            return collective_seconds(kind, nbytes, g, *self.sliced[kind])
         base = collective_seconds(
             kind, nbytes, g, self.alpha, self.beta, self.alpha_large, self.beta_large
         )
@@ -185,10 +236,23 @@ class Profile:
         """One rank's part of an all-to-all exchange (``messages`` messages, ``nbytes`` sent):
         the pairwise-exchange price scaled by the calibrated all-to-all factor; ``collective(
         "alltoall", n, g)`` is this with g - 1 messages and (g - 1)/g n bytes. Arrays work."""
+        if self.sliced and "alltoall" in self.sliced:
+            return exchange_seconds(messages, nbytes, *self.sliced["alltoall"])
         base = exchange_seconds(
             messages, nbytes, self.alpha, self.beta, self.alpha_large, self.beta_large
         )
         return base * self.collective_factor.get("alltoall", 1.0)
+
+    def byte_seconds(self) -> float:
+        """At :meth:`at`'s count, what no redistribution beats per byte a rank receives: the
+        layout changes' rates per byte sent and copied (a received byte is both), or without
+        them the all-to-all's (``comm_scale`` in)."""
+        if self.alltoallv is not None:
+            return self.alltoallv["byte"] + self.alltoallv["copy"]
+        if self.sliced and "alltoall" in self.sliced:
+            return self.sliced["alltoall"][1] * self.comm_scale
+        factor = self.collective_factor.get("alltoall", 1.0)
+        return min(self.beta, self.beta_large) * factor * self.comm_scale
 
     def gemm_seconds(self, m: int, k: int, n: int, dtype: str) -> float:
         """Seconds for one C += A @ B of shape (m, k, n) on one core: the calibrated seconds per
@@ -225,27 +289,36 @@ A2AV_TERMS = ("start", "message", "byte", "copy")  # a redistribution's coeffici
 
 
 def fit_alltoallv(rows, scale=None) -> dict[str, float]:
-    """{term: coefficient} of start + message x M + byte x B + copy x C fitted to [M, B, C,
-    seconds] rows (with ``scale``, one per row: to seconds / scale), each coefficient
-    non-negative, least squared relative error: the best of the least-squares fits over every
-    subset of the terms whose coefficients are all non-negative (the exact non-negative least
-    squares for so few terms, without importing scipy.optimize)."""
+    """{term: coefficient} of start + message x M + byte x B + copy x C fitted
+    (:func:`fit_nonnegative`) to [M, B, C, seconds] rows (with ``scale``, one per row: to
+    seconds / scale)."""
     x = np.array([[1.0, *r[:-1]] for r in rows], float)
-    t = np.array([r[-1] for r in rows], float)
     if scale is not None:
         x = x * np.asarray(scale, float)[:, None]
-    x = x / t[:, None]
+    coef = fit_nonnegative(x, [r[-1] for r in rows])
+    return dict(zip(A2AV_TERMS, map(float, coef), strict=True))
+
+
+def fit_nonnegative(x, t, relative: bool = True) -> list[float]:
+    """Coefficients c >= 0 of t ~ x @ c with the least squared relative (or absolute) error:
+    the best of the least-squares fits over every subset of the columns whose coefficients are
+    all non-negative (the exact non-negative least squares for so few columns, without
+    importing scipy.optimize)."""
+    t = np.asarray(t, float)
+    weight = t if relative else np.ones_like(t)
+    x = np.asarray(x, float) / weight[:, None]
+    t = t / weight
     best, coef = math.inf, np.zeros(x.shape[1])
     for keep in itertools.product((True, False), repeat=x.shape[1]):
         cols = np.array(keep)
         if not cols.any():
             continue
         c = np.zeros(x.shape[1])
-        c[cols] = np.linalg.lstsq(x[:, cols], np.ones(len(t)), rcond=None)[0]
-        err = float(np.sum((x @ c - 1.0) ** 2))
+        c[cols] = np.linalg.lstsq(x[:, cols], t, rcond=None)[0]
+        err = float(np.sum((x @ c - t) ** 2))
         if (c >= 0).all() and err < best:
             best, coef = err, c
-    return dict(zip(A2AV_TERMS, map(float, coef), strict=True))
+    return [float(v) for v in coef]
 
 
 @dataclass(frozen=True)
@@ -295,4 +368,4 @@ class _GemmRates:
         return out
 
 
-__all__ = ["A2AV_TERMS", "Profile", "ProfileError", "fit_alltoallv"]
+__all__ = ["A2AV_TERMS", "Profile", "ProfileError", "fit_alltoallv", "fit_nonnegative"]
