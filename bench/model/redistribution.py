@@ -243,12 +243,22 @@ def _top(group: np.ndarray, weight: np.ndarray, P: int) -> np.ndarray:
 
 
 def _heaviest(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:
-    """(job ranks, native ranks) keeping the most in place: each native rank on its heaviest
-    job rank where those differ, else :func:`_matching`."""
-    order = np.lexsort((-weight, native))  # by native rank, the heaviest job rank first
-    first = order[np.r_[True, native[order][1:] != native[order][:-1]]]
-    if np.unique(job[first]).size == first.size:
-        return job[first], native[first]
+    """(job ranks, native ranks) keeping the most in place: each native rank on a job rank it
+    overlaps most, all distinct, where that can be (a maximum matching of the pairs of largest
+    weight per native rank, Hopcroft-Karp, that covers every native rank: no order keeps
+    more), else :func:`_matching`. Layouts tie often (at P = 8192 from block layouts, three
+    of eight plans of 8192^3 match this way in 1-8 ms each, against 0.3-0.45 s)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
+    most = np.zeros(P)
+    np.maximum.at(most, native, weight)
+    top = weight == most[native]  # exact: weights are sums of element counts
+    ties = coo_matrix((np.ones(int(top.sum())), (native[top], job[top])), shape=(P, P))
+    matched = maximum_bipartite_matching(ties.tocsr(), perm_type="column")
+    natives = np.flatnonzero(np.bincount(native, minlength=P))
+    if (matched[natives] >= 0).all():
+        return matched[natives], natives
     keep = _top(native, weight, P)
     return _matching(job[keep], native[keep], weight[keep], P)
 
