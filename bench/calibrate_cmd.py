@@ -11,9 +11,10 @@ GEMMs when they outnumber the cores, and whole layout changes timed barrier to b
 run's redistribution is (what the model prices redistributions with). Ranks not being measured
 wait in a sleeping barrier so that they leave the cores alone. One calibration at the largest
 count you will use covers every smaller one (bench/model/profile.Profile.at): a run that fits
-the cores is priced with the messages measured at its count; an oversubscribed one with the
-launched job's, slowed by the time slicing measured at its count (the rows at those counts are
-printed for reference).
+the cores is priced with the messages measured at its count; an oversubscribed one with each
+collective's alpha and bandwidth fitted over every count above the cores. ``--up-to N`` covers
+the counts above the launched one too, in a job of N ranks calibrate starts itself: `mpiexec
+-n 2 distmm calibrate --up-to 16` is as good as calibrating at 16.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from pathlib import Path
 from topology.costs import EAGER_LIMIT, collective_seconds
 
 from .calibration import (
-    at_each_count,
     collective_factors,
     collectives,
     copy_bandwidth,
@@ -40,6 +40,7 @@ from .calibration import (
     pingpong,
     sleep_until_all,
 )
+from .calibration_counts import at_each_count
 from .errors import UsageError
 from .files import write_json_atomic
 from .launch import find_mpiexec
@@ -52,8 +53,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--out", default="profile.json", help="machine profile to write (default profile.json)"
     )
     p.add_argument("--quick", action="store_true", help="fewer sizes and iterations (tests)")
-    # the job calibrate starts for the counts that fit the cores (see _counts_without_yield)
+    p.add_argument(
+        "--up-to",
+        type=int,
+        metavar="N",
+        help="also measure every rank count above the launched one up to N, in a job of N "
+        "ranks calibrate starts with mpiexec (the one beside this Python, else PATH's)",
+    )
+    # the jobs calibrate starts for other rank counts (see _counts_in_job)
     p.add_argument("--counts-only", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--counts-from", type=int, default=2, help=argparse.SUPPRESS)
 
 
 def main(args) -> int:
@@ -62,12 +71,14 @@ def main(args) -> int:
     out = Path(args.out)
     if not out.parent.exists():
         raise UsageError(f"--out {args.out}: directory {out.parent} does not exist")
+    if args.up_to is not None and args.up_to < 1:
+        raise UsageError(f"--up-to {args.up_to}: give the largest rank count to measure (>= 1)")
     MPI, facts = start_mpi()
     world = MPI.COMM_WORLD
     P, rank = world.Get_size(), world.Get_rank()
     say = (lambda *a: print(*a, flush=True)) if rank == 0 else (lambda *a: None)
     if args.counts_only:
-        counts = at_each_count(world, args.quick, facts["cores"])
+        counts = _counts(world, args.quick, facts, args.counts_from)
         if rank == 0:
             write_json_atomic(out, {"counts": counts})
         return 0
@@ -117,13 +128,11 @@ def main(args) -> int:
     say(f"\n# local copy: {copy_bw / 1e9:.2f} GB/s per core (16 MiB arrays)")
     cores = facts["cores"]
     if facts["oversubscribed"]:
-        # MPI here yields (bench/machine.py), as a run of this many ranks does; a run that fits
-        # the cores does not, so the counts up to the cores are measured in a job of that size
         say(f"\n# rank counts up to {cores}: measured in a job of {cores} ranks (no yielding)")
-        counts = _counts_without_yield(world, args.quick, cores)
-        counts += at_each_count(world, args.quick, cores, least=cores + 1)
-    else:
-        counts = at_each_count(world, args.quick, cores)
+    counts = _counts(world, args.quick, facts)
+    if args.up_to is not None and args.up_to > P:
+        say(f"\n# rank counts {P + 1} to {args.up_to}: measured in a job of {args.up_to} ranks")
+        counts += _counts_in_job(world, args.quick, args.up_to, P + 1)
     kinds = sorted(set().union(*(c.get("collective_factor", {}) for c in counts)))
     say(
         "\n# at each rank count, the others asleep: ping-pong fits with the rest waiting in MPI, "
@@ -208,10 +217,21 @@ def _say_sliced(say, out: Path, cores: int) -> None:
 LAUNCH_VARS = ("PMI_", "PMIX_", "HYDRA_", "MPI_LOCAL", "OMPI_", "MPIR_CVAR_")
 
 
-def _counts_without_yield(world, quick: bool, cores: int) -> list[dict]:
-    """The count entries up to ``cores`` from a job of ``cores`` ranks that rank 0 launches
-    (its MPI then polls as a run of that size does), the others asleep meanwhile; [] (those
-    counts left to the model's fallback) if that job cannot be started."""
+def _counts(world, quick: bool, facts: dict, least: int = 2) -> list[dict]:
+    """at_each_count's entries for the counts from ``least`` up to this job's size. MPI yields
+    in a job with more ranks than cores (bench/machine.py) and a run that fits the cores does
+    not, so the counts that fit are measured in a job of that size (:func:`_counts_in_job`)."""
+    cores = facts["cores"]
+    if not facts["oversubscribed"]:
+        return at_each_count(world, quick, cores, least)
+    below = _counts_in_job(world, quick, cores, least) if least <= cores else []
+    return below + at_each_count(world, quick, cores, least=max(least, cores + 1))
+
+
+def _counts_in_job(world, quick: bool, ranks: int, least: int) -> list[dict]:
+    """The count entries from ``least`` to ``ranks`` from a job of ``ranks`` ranks that rank 0
+    launches (`calibrate --counts-only`), the others asleep meanwhile; [] (those counts left
+    to the model's fallback) if that job cannot be started."""
     entries: list[dict] = []
     if world.Get_rank() == 0:
         try:
@@ -221,14 +241,15 @@ def _counts_without_yield(world, quick: bool, cores: int) -> list[dict]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCH_VARS)}
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "counts.json"
-            cmd = [str(mpiexec), "-n", str(cores), sys.executable, "-m", "bench.cli"]
-            cmd += ["calibrate", "--counts-only", "--out", str(out)] + ["--quick"] * quick
+            cmd = [str(mpiexec), "-n", str(ranks), sys.executable, "-m", "bench.cli"]
+            cmd += ["calibrate", "--counts-only", "--counts-from", str(least), "--out", str(out)]
+            cmd += ["--quick"] * quick
             try:
                 if mpiexec is None:
                     raise OSError("no mpiexec beside this Python or on PATH")
                 subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=900)
                 entries = json.loads(out.read_text())["counts"]
             except (OSError, ValueError, KeyError, subprocess.SubprocessError) as err:
-                print(f"# warning: counts 2 to {cores} not measured ({err})", flush=True)
+                print(f"# warning: counts {least} to {ranks} not measured ({err})", flush=True)
     sleep_until_all(world)
     return world.bcast(entries, root=0)

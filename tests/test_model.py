@@ -248,3 +248,21 @@ def test_calibrate_trace_analyze(tmp_path):
     assert (traces / "spans.csv").exists()
     r = distmm("analyze", str(tmp_path / "nowhere"))
     assert r.returncode == 2 and "not a directory" in r.stderr
+
+
+def test_calibrate_up_to_measures_the_larger_counts_in_a_job_of_its_own(tmp_path):
+    """`mpiexec -n 1 distmm calibrate --up-to 3`: counts 2 and 3 measured as a job of 3 would,
+    those above the cores with the collectives timed there."""
+    from bench.machine import cores
+
+    prof = tmp_path / "profile.json"
+    r = distmm_mpi(1, "calibrate", "--quick", "--up-to", "3", "--out", str(prof), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rank counts 2 to 3: measured in a job of 3 ranks" in r.stdout
+    counts = json.loads(prof.read_text())["counts"]
+    assert [c["ranks"] for c in counts] == [2, 3]
+    for c in counts:
+        assert ("collectives" in c) == (c["ranks"] > cores()) and c["efficiency"] > 0
+        assert ("alpha" in c) == (c["ranks"] <= cores())
+    r = distmm_mpi(1, "calibrate", "--quick", "--up-to", "0", "--out", str(prof))
+    assert r.returncode == 2 and "--up-to 0" in r.stderr

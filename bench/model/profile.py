@@ -40,14 +40,15 @@ class Profile:
     copy_bandwidth: float = 5e9  # bytes/s one core copies (read + write counted once)
     cores: int = 1
     meta: dict = field(default_factory=dict)
-    # Messages and collectives measured with g ranks of the node running (bench/calibration.py,
+    # What was measured with g ranks of the node running (bench/calibration_counts.py,
     # at_each_count): ({"ranks": g, "alpha": .., "beta": .., "alpha_large": .., "beta_large":
-    # .., "collective_factor": {kind: f}, "yielding": bool}, ...) by g. Empty in profiles from
-    # before they were.
+    # .., "collective_factor": {kind: f}, "efficiency", "alltoallv", "yielding": bool} or,
+    # above the cores, "collectives" instead of the messages, ...) by g. Empty in profiles
+    # from before they were.
     counts: tuple = ()
     comm_scale: float = 1.0  # what messages are multiplied by (see :meth:`at`)
     # a redistribution at this many ranks per node: {"start", "message", "byte", "copy"}
-    # (seconds; bench.calibration.alltoallv_costs), set by :meth:`at` from the counts
+    # (seconds; bench.calibration_counts.alltoallv_costs), set by :meth:`at` from the counts
     alltoallv: dict | None = None
     # above the cores, set by :meth:`at`: {kind: (alpha, beta)} of each collective's formula
     # with one rank per core (:meth:`sliced_fit`), times ``comm_scale`` = ranks per core
@@ -165,7 +166,7 @@ class Profile:
         return out
 
     def _alltoallv_at(self, g: int) -> dict | None:
-        """A redistribution's coefficients at g ranks (bench.calibration.alltoallv_costs).
+        """A redistribution's coefficients at g ranks (bench.calibration_counts.alltoallv_costs).
         Up to the cores: those fitted at g (linear between counts). Beyond, the cores
         time-slice every rank's part, so the costs grow as g / cores: one fit over every
         count measured there (a single count's fit swings with the scheduler), which also

@@ -1,0 +1,182 @@
+"""`distmm calibrate`'s measurements at every rank count up to the launched one (the others
+asleep, as if not launched): messages, collectives, time slicing and whole layout changes, what
+bench/model/profile.Profile.at prices a run of that many ranks with."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bench.model.profile import fit_alltoallv
+from topology.costs import EAGER_LIMIT
+
+from .calibration import (
+    _collective_ops,
+    _iters,
+    _now,
+    collective_factors,
+    collectives,
+    fit,
+    oversubscription,
+    pingpong,
+    sleep_until_all,
+)
+
+COUNT_P2P_SIZES = (8, 1 << 10, 1 << 16, 1 << 20, 1 << 22)  # per rank count: fits' points
+COUNT_COLL_SIZES = (1 << 16, 1 << 20, 1 << 22)  # the large messages the factors come from
+SLICED_COLL_SIZES = (1 << 12, 1 << 18, 1 << 21)  # collectives timed above the cores
+
+
+def counts_measured(P: int) -> list[int]:
+    """The rank counts :func:`at_each_count` measures: every one from 2 to P up to 16, then
+    about 1.5x apart, P included."""
+    counts = set(range(2, min(P, 16) + 1))
+    g = 16
+    while g < P:
+        counts.add(g)
+        g = int(g * 1.5)
+    return sorted(counts | ({P} if P >= 2 else set()))
+
+
+def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
+    """For each rank count g (:func:`counts_measured`), the first g ranks alone (the others
+    asleep, as if not launched): the alpha-beta fits of a ping-pong between ranks 0 and 1 while
+    the other g - 2 wait in MPI (polling or yielding, as a run's idle ranks do), each
+    collective's measured / formula factor on the g ranks with those fits (large messages),
+    the GEMM time-slicing efficiency when g exceeds the cores, and whole layout changes
+    (:func:`alltoallv_costs`). [{"ranks": g, "alpha", "beta", "alpha_large",
+    "beta_large", "collective_factor": {kind: f}, "efficiency", "alltoallv", "yielding"}].
+    Where MPI yields (the job has more ranks than cores) the ping-pong and factors give way to
+    each collective timed on all g ranks (:func:`sliced_collectives`, "collectives"): the
+    model fits those of every count above the cores together (Profile.at)."""
+    from mpi4py import MPI
+
+    rank = world.Get_rank()
+    measured = [g for g in counts_measured(world.Get_size()) if g >= least]
+    if quick:
+        measured = sorted(set(measured[::3]) | set(measured[-1:]))
+    out = []
+    for g in measured:
+        sub = world.Split(0 if rank < g else MPI.UNDEFINED, rank)
+        entry = None
+        if sub != MPI.COMM_NULL:
+            yielding = world.Get_size() > cores  # bench/machine.py's MPI settings
+            entry = _one_count(sub, quick, cores, messages=not yielding)
+            entry["yielding"] = yielding
+            sub.Free()
+        sleep_until_all(world)
+        out.append(world.bcast(entry, root=0))
+    return out
+
+
+def _count_iters(nbytes: int, quick: bool) -> tuple[int, int]:
+    """(warm-up, timed) ping-pong iterations at each rank count: fewer than :func:`_iters`,
+    since every count is measured."""
+    if quick:
+        return _iters(nbytes, True)
+    return 10, 200 if nbytes < 1 << 16 else 20
+
+
+def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
+    shared = oversubscription(comm, cores, quick)
+    efficiency = shared[-1][1] if shared else 1.0
+    alltoallv = alltoallv_costs(comm, quick, cores)
+    if not messages:
+        return {
+            "ranks": comm.Get_size(),
+            "efficiency": efficiency,
+            "alltoallv": alltoallv,
+            "collectives": sliced_collectives(comm, quick),
+        }
+    # the other ranks wait in MPI (polling or yielding), as a run's idle ranks do
+    points = pingpong(comm, quick, COUNT_P2P_SIZES, _count_iters, lambda c: c.Barrier())
+    small = fit([p for p in points if p[0] < EAGER_LIMIT])
+    large = fit([p for p in points if p[0] >= 1 << 16])
+    coll = collectives(comm, quick, COUNT_COLL_SIZES)
+    return {
+        "ranks": comm.Get_size(),
+        "alpha": small[0],
+        "beta": small[1],
+        "alpha_large": large[0],
+        "beta_large": large[1],
+        "collective_factor": collective_factors(coll, comm.Get_size(), small, large),
+        "efficiency": efficiency,
+        "alltoallv": alltoallv,
+    }
+
+
+SLICED_GEMM = 512  # the square GEMM each rank does before each collective timed above the cores
+
+
+def sliced_collectives(comm, quick: bool) -> dict[str, list[list[float]]]:
+    """{kind: [[bytes, seconds], ...]}: what each collective (algorithms/events.COMM_KINDS) on
+    all of ``comm``'s ranks, more than the cores, adds to a loop in which every rank does a
+    GEMM before it, as a run's steps do: the loop's time with the collective less without,
+    per iteration, barrier to barrier (bytes as Event.nbytes means, SLICED_COLL_SIZES). A rank
+    that reaches a collective waits for partners the scheduler has given a GEMM to, which
+    collectives timed back to back (all ranks in MPI, yielding to each other) do not show:
+    those priced runs' communication at a fifth of what it took."""
+    from algorithms.comm import _gemm_rows
+
+    x = np.ones((SLICED_GEMM, SLICED_GEMM), np.float32)
+    c, tmp = np.zeros_like(x), np.zeros_like(x)
+    reps = 2 if quick else 4
+
+    def lap(op=None) -> float:
+        comm.Barrier()
+        t0 = _now()
+        for _ in range(reps):
+            _gemm_rows(x, x, c, True, tmp)
+            if op is not None:
+                op()
+        comm.Barrier()
+        return comm.bcast(_now() - t0, root=0) / reps
+
+    lap()  # warm-up
+    alone = float(np.median([lap() for _ in range(3)]))
+    out: dict[str, list] = {}
+    for n in SLICED_COLL_SIZES[1:] if quick else SLICED_COLL_SIZES:
+        nbytes, ops = _collective_ops(comm, n)
+        for kind, op in ops.items():
+            op()  # warm-up
+            out.setdefault(kind, []).append([nbytes, max(lap(op) - alone, 0.0)])
+    return out
+
+
+A2AV_BYTES = (1 << 18, 1 << 22)  # bytes of the matrix each rank holds in the timed moves
+# layout changes timed: 1-D to 2-D (few messages, half kept), block-cyclic to block (many
+# pieces), rows to columns (every rank to every other)
+A2AV_MOVES = (("cols", "block"), ("block-cyclic:64", "block"), ("rows", "cols"))
+
+
+def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
+    """{"start", "message", "byte", "copy", "timed"}: a redistribution at this rank count,
+    fitted (Profile.fit_alltoallv) to whole layout changes (layouts.transfer: packing,
+    Alltoallv, unpacking and the kept part's copy) timed barrier to barrier as a run's phase
+    is, for each of A2AV_MOVES on a square float32 matrix of A2AV_BYTES per rank. "timed" holds
+    each as [messages, bytes, copied bytes, seconds], the loads the model prices
+    (bench.model.redistribution.loads). Many ranks sharing cores make single Alltoallvs swing
+    with the scheduler; the model fits the counts above the cores together."""
+    from bench.model.redistribution import loads
+    from layouts.endpoints import user_layout
+    from layouts.transfer import exchange_counts, transfer
+
+    g = comm.Get_size()
+    rows = []
+    for nbytes in A2AV_BYTES[:1] if quick else A2AV_BYTES:
+        n = int((nbytes * g / 4) ** 0.5)
+        for src_name, dst_name in A2AV_MOVES:
+            (src, smesh), (dst, dmesh) = (user_layout(x, (n, n), g) for x in (src_name, dst_name))
+            plan = transfer(src, smesh, dst, dmesh, comm)
+            block = np.ones(src.block_shape, np.float32)
+            laps = []
+            for _ in range(3 if quick else 8):
+                comm.Barrier()
+                t0 = _now()
+                plan(block, comm)
+                comm.Barrier()
+                laps.append(_now() - t0)
+            counts = exchange_counts(src, smesh, dst, dmesh)
+            s, d = np.nonzero(counts)
+            load = loads(s, d, counts[s, d], g, 4, g / cores)
+            rows.append([*load, comm.bcast(float(np.median(laps[1:])), root=0)])
+    return {**fit_alltoallv(rows), "timed": rows}
