@@ -137,7 +137,8 @@ def main(args) -> int:
     say(
         "\n# at each rank count, the others asleep: ping-pong fits with the rest waiting in MPI, "
         "measured / formula per collective (above the cores: each collective timed, fitted "
-        "below), GEMM time-slicing efficiency, and a layout change: "
+        "below), GEMM time-slicing efficiency (against the GEMM timed one rank per core in "
+        "the same job), and a layout change: "
         "seconds to start, per message, and rates per byte sent and per byte copied"
     )
     say(
@@ -192,18 +193,27 @@ def main(args) -> int:
     }
     if rank == 0:
         write_json_atomic(out, profile, indent=1)
-        _say_sliced(say, counts, cores)
+        _say_above_cores(say, counts, cores, gemm)
         say(f"\nwrote {out}")
     world.Barrier()
     return 0
 
 
-def _say_sliced(say, counts: list[dict], cores: int) -> None:
-    """Print the collectives' alpha and beta with more ranks than cores (Profile.sliced_fit:
-    only the counts and the cores matter to it, not the messages' alpha and beta)."""
+def _say_above_cores(say, counts: list[dict], cores: int, gemm: dict) -> None:
+    """Print what the model takes from the counts above the cores: the GEMMs' time-slicing
+    efficiency (Profile.with_own_time_slicing) and the collectives' alpha and beta
+    (Profile.sliced_fit: only the counts and the cores matter to it)."""
     from .model.profile import Profile
 
-    fitted = Profile(0.0, 0.0, 0.0, 0.0, cores=cores, counts=tuple(counts)).sliced_fit()
+    profile = Profile(0.0, 0.0, 0.0, 0.0, gemm=gemm, cores=cores, counts=tuple(counts))
+    own = profile.with_own_time_slicing()
+    if len(own.shared_efficiency) > 1:
+        say(
+            f"\n# GEMM time slicing above the {cores} cores: efficiency "
+            f"{own.efficiency():.3f}, the median over those counts of this profile's time for "
+            "the GEMM timed there x ranks per core / its time with every rank working"
+        )
+    fitted = profile.sliced_fit()
     if not fitted:
         return
     say(

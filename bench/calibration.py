@@ -196,16 +196,19 @@ def sleep_until_all(world) -> None:
         time.sleep(0.005)
 
 
-def oversubscription(world, cores: int, quick: bool) -> list[list[float]]:
-    """[[ranks per core, efficiency]] as a run sees it: every rank does the same GEMMs between
+def oversubscription(world, cores: int, quick: bool) -> dict | None:
+    """GEMM time slicing as a run sees it: every rank does the same n x n x n GEMMs between
     MPI barriers (waiting ranks poll or yield in MPI, taking cycles from working ones), timed
-    barrier to barrier; efficiency = time with one rank per core x ranks per core / that time.
-    Empty when the job has no more ranks than cores."""
+    barrier to barrier. {"n", "shared": seconds per GEMM so, "efficiency": time with one rank
+    per core x ranks per core / that time}; None when the job has no more ranks than cores.
+    The model takes the efficiency against its own GEMM rate of that shape (Profile.efficiency):
+    the ranks asleep here while one per core works slow those down a few percent, and the
+    rates may come from another job (calibrate --up-to)."""
     from algorithms.comm import _gemm_rows
 
     P, rank = world.Get_size(), world.Get_rank()
     if P <= cores:
-        return []
+        return None
     n = 512 if quick else 1024
     a, b = np.ones((n, n), np.float32), np.ones((n, n), np.float32)
     c, tmp = np.zeros((n, n), np.float32), np.zeros((n, n), np.float32)
@@ -237,4 +240,4 @@ def oversubscription(world, cores: int, quick: bool) -> list[list[float]]:
     alone_s = min(alone() for _ in range(2))
     shared_s = min(shared() for _ in range(2))
     per_core = P / cores
-    return [[1.0, 1.0], [per_core, alone_s * per_core / shared_s]]
+    return {"n": n, "shared": shared_s, "efficiency": alone_s * per_core / shared_s}

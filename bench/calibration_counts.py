@@ -42,9 +42,11 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
     asleep, as if not launched): the alpha-beta fits of a ping-pong between ranks 0 and 1 while
     the other g - 2 wait in MPI (polling or yielding, as a run's idle ranks do), each
     collective's measured / formula factor on the g ranks with those fits (large messages),
-    the GEMM time-slicing efficiency when g exceeds the cores, and whole layout changes
-    (:func:`alltoallv_costs`). [{"ranks": g, "alpha", "beta", "alpha_large",
-    "beta_large", "collective_factor": {kind: f}, "efficiency", "alltoallv", "yielding"}].
+    the GEMM time slicing when g exceeds the cores (bench.calibration.oversubscription:
+    "efficiency", and "gemm_shared", the GEMM's n and seconds with every rank working), and
+    whole layout changes (:func:`alltoallv_costs`). [{"ranks": g, "alpha", "beta",
+    "alpha_large", "beta_large", "collective_factor": {kind: f}, "efficiency", "gemm_shared",
+    "alltoallv", "yielding"}].
     Where MPI yields (the job has more ranks than cores) the ping-pong and factors give way to
     each collective timed on all g ranks (:func:`sliced_collectives`, "collectives"): the
     model fits those of every count above the cores together (Profile.at)."""
@@ -78,12 +80,13 @@ def _count_iters(nbytes: int, quick: bool) -> tuple[int, int]:
 
 def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
     shared = oversubscription(comm, cores, quick)
-    efficiency = shared[-1][1] if shared else 1.0
+    efficiency = shared["efficiency"] if shared else 1.0
     alltoallv = alltoallv_costs(comm, quick, cores)
     if not messages:
         return {
             "ranks": comm.Get_size(),
             "efficiency": efficiency,
+            "gemm_shared": [shared["n"], shared["shared"]] if shared else None,
             "alltoallv": alltoallv,
             "collectives": sliced_collectives(comm, quick),
         }

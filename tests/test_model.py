@@ -126,6 +126,31 @@ def test_time_slicing_is_one_efficiency_for_every_count():
     assert Profile(1e-6, 1e-10, 1e-6, 1e-10, cores=2).slowdown(8) == 4.0  # not measured: perfect
 
 
+def test_time_slicing_is_taken_against_the_profiles_own_gemm_rates(tmp_path):
+    """Where calibrate kept the GEMM it timed with every rank working, the efficiency is this
+    profile's time for that GEMM x ranks per core / the time measured: a rank's GEMM is then
+    priced at what was measured, whichever job timed the rates."""
+    from conftest import PROFILE
+
+    def count(g, seconds):  # a 512^3 GEMM costs 0.0025 s at the profile's rate
+        return {"ranks": g, "efficiency": 0.5, "gemm_shared": [512, seconds], "yielding": True}
+
+    data = {
+        **PROFILE,
+        "oversubscription": [[1.0, 1.0], [2.0, 0.5], [3.0, 0.5]],
+        "counts": [count(4, 0.0025 * 2 / 0.8), count(6, 0.0025 * 3 / 0.9), count(8, 0.02)],
+    }
+    prof = Profile.load(_write(tmp_path, data))
+    assert prof.efficiency() == pytest.approx(0.8)  # the median of 0.8, 0.9 and 0.5
+    assert prof.gemm_seconds(512, 512, 512, "float32") * prof.slowdown(4) == pytest.approx(
+        0.0025 * 2 / 0.8
+    )
+    assert prof.at(8).slowdown(8) == prof.slowdown(8)  # kept where the counts are dropped
+    for c in data["counts"]:
+        del c["gemm_shared"]  # older profiles: the efficiency calibrate stored
+    assert Profile.load(_write(tmp_path, data)).efficiency() == 0.5
+
+
 def _write(tmp_path, data):
     f = tmp_path / "legacy.json"
     f.write_text(json.dumps(data))
@@ -263,6 +288,7 @@ def test_calibrate_up_to_measures_the_larger_counts_in_a_job_of_its_own(tmp_path
     assert [c["ranks"] for c in counts] == [2, 3]
     for c in counts:
         assert ("collectives" in c) == (c["ranks"] > cores()) and c["efficiency"] > 0
+        assert bool(c.get("gemm_shared")) == (c["ranks"] > cores())
         assert ("alpha" in c) == (c["ranks"] <= cores())
     r = distmm_mpi(1, "calibrate", "--quick", "--up-to", "0", "--out", str(prof))
     assert r.returncode == 2 and "--up-to 0" in r.stderr

@@ -68,7 +68,7 @@ class Profile:
             raise ProfileError(f"profile {path} is not readable JSON ({err})") from None
         try:
             p2p = data["p2p"]
-            return cls(
+            profile = cls(
                 alpha=p2p["small"]["alpha"],
                 beta=p2p["small"]["beta"],
                 alpha_large=p2p["large"]["alpha"],
@@ -83,6 +83,28 @@ class Profile:
             )
         except (KeyError, TypeError) as err:
             raise ProfileError(f"profile {path} lacks {err} (re-run distmm calibrate)") from None
+        return profile.with_own_time_slicing()
+
+    def with_own_time_slicing(self) -> Profile:
+        """This profile with each count's time-slicing efficiency taken against its own GEMM
+        rates where calibrate kept the GEMM it timed there with every rank working
+        ("gemm_shared": n and seconds): ranks per core x this profile's seconds for that GEMM /
+        those, so that :meth:`slowdown` x the rate is what was measured. The efficiency
+        calibrate stores is against the same GEMM timed one rank per core beside the others
+        asleep, which ran 5% slower here than the rates timed in a job of the cores' size
+        (what `calibrate --up-to` prices GEMMs with)."""
+        timed = [
+            (c["ranks"] / self.cores, *c["gemm_shared"])
+            for c in self.counts
+            if c["ranks"] > self.cores and c.get("gemm_shared")
+        ]
+        if not timed:
+            return self
+        own = tuple(
+            (per_core, per_core * self.gemm_seconds(n, n, n, "float32") / seconds)
+            for per_core, n, seconds in timed
+        )
+        return replace(self, shared_efficiency=((1.0, 1.0), *own))
 
     # -- prices ---------------------------------------------------------------------------
     def slowdown(self, ranks_per_node: int) -> float:
