@@ -111,10 +111,11 @@ SLICED_GEMM = 512  # the square GEMM each rank does before each collective timed
 
 
 def sliced_collectives(comm, quick: bool) -> dict[str, list[list[float]]]:
-    """{kind: [[bytes, seconds], ...]}: what each collective (algorithms/events.COMM_KINDS) on
-    all of ``comm``'s ranks, more than the cores, adds to a loop in which every rank does a
-    GEMM before it, as a run's steps do: the loop's time with the collective less without,
-    per iteration, barrier to barrier (bytes as Event.nbytes means, SLICED_COLL_SIZES). A rank
+    """{kind: [[bytes, seconds], ...]}: what each collective (algorithms/events.COMM_KINDS, and
+    a barrier) on all of ``comm``'s ranks, more than the cores, adds to a loop in which every
+    rank does a GEMM before it, as a run's steps do: the loop's time with the collective less
+    without, per iteration, barrier to barrier (bytes as Event.nbytes means, SLICED_COLL_SIZES:
+    none for the barrier). A rank
     that reaches a collective waits for partners the scheduler has given a GEMM to, which
     collectives timed back to back (all ranks in MPI, yielding to each other) do not show:
     those priced runs' communication at a fifth of what it took."""
@@ -136,7 +137,8 @@ def sliced_collectives(comm, quick: bool) -> dict[str, list[list[float]]]:
 
     lap()  # warm-up
     alone = float(np.median([lap() for _ in range(3)]))
-    out: dict[str, list] = {}
+    # the barrier every run closes a repetition with (bench/runner.py), as the model prices it
+    out: dict[str, list] = {"barrier": [[0, max(lap(comm.Barrier) - alone, 0.0)]]}
     for n in SLICED_COLL_SIZES[1:] if quick else SLICED_COLL_SIZES:
         nbytes, ops = _collective_ops(comm, n)
         for kind, op in ops.items():

@@ -73,7 +73,7 @@ def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tu
     need_network(tree, links)
     nodes, per_node, placement = cluster_size(tree)
     events = schedule(module, plan, 0, np.dtype(args.dtype), binding, tree)
-    pred: Prediction = predict(events, profile, args.dtype, rpn, links=links)
+    pred: Prediction = predict(events, profile, args.dtype, rpn, links=links, P=plan.P)
     word = np.dtype(args.dtype).itemsize
     link = links.alpha_beta("node")
     stated = stated_cost(plan.algo, plan.shape, plan.P, plan.grid, profile, word, link=link)

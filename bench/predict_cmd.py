@@ -80,7 +80,7 @@ def _gflops(plan, pred) -> float | None:
 def _on_mesh(args, module, plan, profile, rpn: int, started, users) -> tuple[dict, str]:
     """The record and the text of a prediction on a plain mesh."""
     events = schedule(module, plan, 0, np.dtype(args.dtype))
-    pred = predict(events, profile, args.dtype, rpn)
+    pred = predict(events, profile, args.dtype, rpn, P=plan.P)
     word = np.dtype(args.dtype).itemsize
     stated = stated_cost(plan.algo, plan.shape, plan.P, plan.grid, profile.at(rpn), word)
     price = price_moves(plan_moves(users, plan), plan.P, profile, word, rpn, not args.no_relabel)
@@ -144,7 +144,7 @@ def _on_tree(args, module, plan, profile, rpn: int, started, users) -> tuple[dic
     for b in chosen:
         t0 = time.perf_counter()
         events = schedule(module, plan, 0, np.dtype(args.dtype), b, tree)
-        pred = predict(events, profile, args.dtype, rpn, links=links)
+        pred = predict(events, profile, args.dtype, rpn, links=links, P=plan.P)
         rows.append(
             {
                 "binding": str(b),

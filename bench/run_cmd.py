@@ -170,7 +170,7 @@ def main(args) -> int:
     if profile is not None:
         rpn = facts["ranks_per_node"]
         events = schedule(module, plan, 0, dtype, binding, tree)
-        kernel = predict(events, profile, str(dtype), rpn, links=links).as_dict()
+        kernel = predict(events, profile, str(dtype), rpn, links=links, P=plan.P).as_dict()
         moved = move_seconds(e2e.moves, e2e.ranks, profile, dtype.itemsize, rpn, links)
         result.update(kernel)
         result["predicted_multiply_seconds"] = kernel["predicted_seconds"]

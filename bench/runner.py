@@ -327,7 +327,7 @@ def _timed(fn, comms, world, warmup: int, reps: Repetitions, tracer=None, delay:
     each repetition, outside the timed region. ``delay`` > 1 (DISTMM_FAULT mode=delay) sleeps
     (delay - 1) times the repetition's own duration before the closing barrier. With a tracer,
     warm-ups are not traced, a ``sync`` marker follows the first timed barrier and each
-    repetition is one ``multiply`` span."""
+    repetition is one ``multiply`` span, its closing barrier a ``barrier`` span."""
     from mpi4py import MPI
 
     out = None
@@ -358,7 +358,11 @@ def _timed(fn, comms, world, warmup: int, reps: Repetitions, tracer=None, delay:
             out = fn()
         if delay > 1:
             time.sleep((delay - 1) * (MPI.Wtime() - t0))
-        world.Barrier()
+        if tracer is not None:
+            with tracer.span("barrier", rep=rep):  # timed, and priced (Walk.close)
+                world.Barrier()
+        else:
+            world.Barrier()
         times.append(MPI.Wtime() - t0)
         if reps.count is not None:
             done = reps.done(times)  # the same count on every rank: no broadcast needed

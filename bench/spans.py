@@ -44,7 +44,7 @@ def spans_table(directory: Path):
             if e.get("ph") != "X" or e["name"] == "multiply":
                 continue
             args = e.get("args", {})
-            rep = next((r for lo, hi, r in reps if lo <= e["ts"] <= hi), None)
+            rep = next((r for lo, hi, r in reps if lo <= e["ts"] <= hi), args.get("rep"))
             phase = args.get("op", e["name"]) if e["name"] == "wait" else e["name"]
             rows.append(
                 (

@@ -73,7 +73,12 @@ def test_collectives_above_the_cores_fitted_over_every_count(tmp_path):
 
     from topology.costs import collective_seconds
 
-    unit = {"bcast": (3e-5, 2e-10), "allgather": (1e-5, 5e-10), "alltoall": (4e-5, 1e-9)}
+    unit = {
+        "bcast": (3e-5, 2e-10),
+        "allgather": (1e-5, 5e-10),
+        "alltoall": (4e-5, 1e-9),
+        "barrier": (5e-5, 0.0),
+    }
 
     def timed(g):
         return {
@@ -101,6 +106,13 @@ def test_collectives_above_the_cores_fitted_over_every_count(tmp_path):
         want = collective_seconds("bcast", n, g, *unit["bcast"]) * P / 2
         assert at.collective("bcast", n, g) * at.comm_scale == pytest.approx(want)
         assert at.byte_seconds() == pytest.approx(1e-9 * P / 2)
+    # a run's prediction ends with the barrier that closes its timed region, priced alike
+    summa = get("summa")
+    ev = schedule(summa, summa.plan((256, 256, 256), 9), 0, "float32")
+    closed = predict(ev, prof, "float32", 9, P=9)
+    barrier = collective_seconds("barrier", 0, 9, *unit["barrier"]) * 9 / 2
+    assert closed.phases["barrier"] == pytest.approx(barrier)
+    assert closed.seconds == pytest.approx(predict(ev, prof, "float32", 9).seconds + barrier)
     # a kind not timed there keeps the launched job's formula and factor
     assert prof.at(4).collective("allreduce", 1 << 20, 4) == prof.collective(
         "allreduce", 1 << 20, 4
@@ -289,6 +301,7 @@ def test_calibrate_up_to_measures_the_larger_counts_in_a_job_of_its_own(tmp_path
     for c in counts:
         assert ("collectives" in c) == (c["ranks"] > cores()) and c["efficiency"] > 0
         assert bool(c.get("gemm_shared")) == (c["ranks"] > cores())
+        assert c["ranks"] <= cores() or "barrier" in c["collectives"]
         assert ("alpha" in c) == (c["ranks"] <= cores())
     r = distmm_mpi(1, "calibrate", "--quick", "--up-to", "0", "--out", str(prof))
     assert r.returncode == 2 and "--up-to 0" in r.stderr

@@ -26,11 +26,13 @@ def collective_seconds(
     alpha_large: float | None = None,
     beta_large: float | None = None,
 ) -> float:
-    """Seconds for ``kind`` (shift, bcast, allgather, reduce_scatter, allreduce, alltoall) on g
-    ranks; ``beta`` is seconds per byte."""
+    """Seconds for ``kind`` (shift, bcast, allgather, reduce_scatter, allreduce, alltoall,
+    barrier) on g ranks; ``beta`` is seconds per byte."""
     if g <= 1:
         return 0.0
     n = nbytes
+    if kind == "barrier":  # dissemination: ceil(log2 g) rounds of empty messages
+        return math.ceil(math.log2(g)) * alpha
     if kind == "alltoall":  # n is this rank's whole buffer; pairwise exchange, g - 1 rounds
         return exchange_seconds(g - 1, (g - 1) / g * n, alpha, beta, alpha_large, beta_large)
     lg = math.ceil(math.log2(g))

@@ -70,9 +70,10 @@ def price(
     cache: dict | None = None,
     prices: dict | None = None,
 ) -> Prediction | Pruned:
-    """``predict(schedule(...))``, walked while the loop issues it: the same events, the same
-    prediction, but the loop stops (:class:`Pruned`) as soon as the prediction is certain to
-    exceed ``limit`` or ``max_events`` have been walked. ``cache`` is :func:`schedule`'s;
+    """``predict(schedule(...), P=plan.P)``, walked while the loop issues it: the same events,
+    the same prediction, but the loop stops (:class:`Pruned`) as soon as the prediction is
+    certain to exceed ``limit`` or ``max_events`` have been walked. ``cache`` is
+    :func:`schedule`'s;
     ``prices`` a dict shared by the calls with the same profile, dtype, ranks per node and links
     (bench/model/walk.py).
 
@@ -106,6 +107,9 @@ def price(
     finally:
         comm.observer = None
         comm.reset()  # the events are walked: do not keep them alive in the cache
+    walk.close(plan.P)
+    if walk.t > limit:
+        return Pruned(walk.t, len(walk.kinds), True)
     return walk.prediction()
 
 

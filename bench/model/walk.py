@@ -41,9 +41,16 @@ class Prediction:
 
 
 def predict(
-    events: list[Event], profile: Profile, dtype: str, ranks_per_node: int, links=None
+    events: list[Event],
+    profile: Profile,
+    dtype: str,
+    ranks_per_node: int,
+    links=None,
+    P: int | None = None,
 ) -> Prediction:
-    """Walk one rank's schedule; see the module docstring for the rules.
+    """Walk one rank's schedule; see the module docstring for the rules. With ``P`` (the
+    run's ranks) the walk ends with the barrier that closes a run's timed region
+    (:meth:`Walk.close`), as a run's measured seconds do.
 
     With ``links`` (topology.links.LinkModel) a communication event on a tree costs the link
     model's price at its ``phase_level`` (the highest level any member's message crosses) and is
@@ -54,6 +61,8 @@ def predict(
     push = walk.push
     for e in events:
         push(e)
+    if P is not None:
+        walk.close(P)
     return walk.prediction()
 
 
@@ -144,6 +153,23 @@ class Walk:
             raise Stop
         if i >= self.max_events - 1:
             raise Stop
+
+    def close(self, P: int) -> None:
+        """End with the barrier a run closes each repetition with (bench/runner.py: the timed
+        region ends once every rank reaches it), on all P ranks: the profile's price (with more
+        ranks than cores, what calibrate measured a barrier to add after GEMMs, 12 ms at 16
+        ranks on 2 cores), or with ``links`` the dearer of that and the outermost level's (a
+        cluster's barrier crosses its network; an emulated cluster's runs on this machine)."""
+        if P <= 1:
+            return
+        d = self.profile.collective("barrier", 0, P) * self.profile.comm_scale
+        if self.links is not None:
+            from topology.hierarchy import levels_of
+
+            d = max(d, self.links.collective("barrier", 0, P, levels_of(self.links.tree)[0]))
+        start = max(self.t, self.channel)
+        self.phases["barrier"] += start + d - self.t
+        self.t = self.channel = start + d
 
     def prediction(self) -> Prediction:
         return Prediction(
