@@ -109,6 +109,7 @@ def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tu
         "predicted_multiply_seconds": pred.seconds,
         "predicted_redistribute_in_seconds": moved.redistribute_in,
         "predicted_redistribute_out_seconds": moved.redistribute_out,
+        "predicted_closing_barrier_seconds": moved.closing,
         "relabel_bytes_saved": moved.bytes_saved,
         "predicted_gflops": plan.flops / total / 1e9 if total else None,
         "phase_sources": src,

@@ -94,6 +94,7 @@ def _on_mesh(args, module, plan, profile, rpn: int, started, users) -> tuple[dic
         "predicted_multiply_seconds": pred.seconds,
         "predicted_redistribute_in_seconds": price.redistribute_in,
         "predicted_redistribute_out_seconds": price.redistribute_out,
+        "predicted_closing_barrier_seconds": price.closing,
         "relabel_bytes_saved": price.bytes_saved,
         "predicted_gflops": plan.flops / total / 1e9 if total else None,
         "model_rank_messages": pred.messages,
@@ -113,6 +114,7 @@ def _on_mesh(args, module, plan, profile, rpn: int, started, users) -> tuple[dic
         f"{'kernel':<16}{pred.seconds:>14.6f}   {plan.flops / pred.seconds / 1e9:.1f} GFLOP/s",
         f"{'redistribute in':<16}{price.redistribute_in:>14.6f}",
         f"{'redistribute out':<16}{price.redistribute_out:>14.6f}",
+        *([f"{'closing barrier':<16}{price.closing:>14.6f}"] if price.closing else []),
         f"{'end-to-end':<16}{total:>14.6f}   {record['predicted_gflops']:.1f} GFLOP/s"
         + (
             f"   (relabelling saves {format_bytes(price.bytes_saved)})" if price.bytes_saved else ""

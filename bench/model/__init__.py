@@ -18,6 +18,7 @@ from .profile import Profile, ProfileError
 from .redistribution import (
     MovePrice,
     move_seconds,
+    phase_barrier,
     plan_moves,
     price_moves,
     redistribution_seconds,
@@ -43,6 +44,7 @@ __all__ = [
     "predict",
     "price",
     "move_seconds",
+    "phase_barrier",
     "plan_moves",
     "price_moves",
     "redistribution_seconds",

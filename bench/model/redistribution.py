@@ -23,22 +23,26 @@ from topology.hierarchy import nodes_of
 from topology.mesh import AbstractMesh
 
 from .profile import Profile
+from .walk import barrier_seconds
 
 
 @dataclass(frozen=True)
 class MovePrice:
-    """An end-to-end run's moves priced: seconds in (A, B) and out (C), the elements the busiest
-    rank sends or receives in each move (summed over moves), and the relabelling used."""
+    """An end-to-end run's moves priced: seconds in (A, B, and the barrier ending the phase)
+    and out (C), the elements the busiest rank sends or receives in each move (summed over
+    moves), the relabelling used, and the barrier closing the repetition after the moves out
+    (bench/runner.py), which the end-to-end time holds but no phase."""
 
     redistribute_in: float
     redistribute_out: float
     words: int
     ranks: tuple[int, ...] | None  # native mesh rank d runs on job rank ranks[d]
     bytes_saved: int  # by the relabelling, against the identity order
+    closing: float = 0.0
 
     @property
     def seconds(self) -> float:
-        return self.redistribute_in + self.redistribute_out
+        return self.redistribute_in + self.redistribute_out + self.closing
 
 
 def pairs_seconds(
@@ -134,14 +138,25 @@ def move_seconds(
     links=None,
 ) -> dict[str, float]:
     """{"redistribute_in": s, "redistribute_out": s}: the end-to-end run's moves priced (A and B
-    in, C out), native mesh rank d on job rank ``ranks[d]``; ``links`` as for
-    :func:`pairs_seconds`."""
+    in, C out), native mesh rank d on job rank ``ranks[d]``, and the barrier that ends the
+    phase in (:func:`phase_barrier`); ``links`` as for :func:`pairs_seconds`."""
     out = {"redistribute_in": 0.0, "redistribute_out": 0.0}
     for m in all_moves:
         phase = "redistribute_in" if m.into else "redistribute_out"
         counts = move_counts(m, ranks)
         out[phase] += transfer_seconds(counts, itemsize, profile, ranks_per_node, links)
+    if all_moves:
+        P = all_moves[0].src_mesh.size
+        out["redistribute_in"] += phase_barrier(P, profile, ranks_per_node, links)
     return out
+
+
+def phase_barrier(P: int, profile: Profile, ranks_per_node: int, links=None) -> float:
+    """The barrier every rank of an end-to-end run waits in after its moves in and the
+    algorithm's set-up (bench/endtoend.py), priced as the one closing a run's timed region
+    (bench.model.walk.barrier_seconds); an end-to-end repetition has one more after its moves
+    out."""
+    return barrier_seconds(profile.at(ranks_per_node), P, links)
 
 
 def price_moves(
@@ -162,6 +177,7 @@ def price_moves(
     cluster, ``links``, the one that keeps the most on each node first, as the run's)."""
     if not all_moves:
         return MovePrice(0.0, 0.0, 0, None, 0)
+    barrier = phase_barrier(P, profile, ranks_per_node, links)
     overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
     found = None
     if relabel:
@@ -181,7 +197,7 @@ def price_moves(
         off = src != dst
         words += int(_busiest(src[off], dst[off], c[off], P)[1].max(initial=0))
     saved = found.bytes_saved if found is not None else 0
-    return MovePrice(phases[True], phases[False], words, ranks, saved)
+    return MovePrice(phases[True] + barrier, phases[False], words, ranks, saved, barrier)
 
 
 _EDGES_PER_RANK = 8
@@ -331,6 +347,7 @@ __all__ = [
     "MovePrice",
     "move_seconds",
     "pairs_seconds",
+    "phase_barrier",
     "plan_moves",
     "price_moves",
     "redistribution_seconds",

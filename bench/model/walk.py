@@ -162,11 +162,7 @@ class Walk:
         cluster's barrier crosses its network; an emulated cluster's runs on this machine)."""
         if P <= 1:
             return
-        d = self.profile.collective("barrier", 0, P) * self.profile.comm_scale
-        if self.links is not None:
-            from topology.hierarchy import levels_of
-
-            d = max(d, self.links.collective("barrier", 0, P, levels_of(self.links.tree)[0]))
+        d = barrier_seconds(self.profile, P, self.links)
         start = max(self.t, self.channel)
         self.phases["barrier"] += start + d - self.t
         self.t = self.channel = start + d
@@ -181,6 +177,19 @@ class Walk:
             self.slow,
             dict(self.level_bytes),
         )
+
+
+def barrier_seconds(at: Profile, P: int, links=None) -> float:
+    """A barrier on all P ranks: ``at`` (a profile at the run's ranks per node, Profile.at)
+    prices it as a collective, with ``links`` the dearer of that and the outermost level's."""
+    if P <= 1:
+        return 0.0
+    d = at.collective("barrier", 0, P) * at.comm_scale
+    if links is not None:
+        from topology.hierarchy import levels_of
+
+        d = max(d, links.collective("barrier", 0, P, levels_of(links.tree)[0]))
+    return d
 
 
 def communication_seconds(
@@ -209,4 +218,4 @@ def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, l
     return profile.collective(e.kind, e.nbytes, e.group) * profile.comm_scale, overlap
 
 
-__all__ = ["Prediction", "Stop", "Walk", "communication_seconds", "predict"]
+__all__ = ["Prediction", "Stop", "Walk", "barrier_seconds", "communication_seconds", "predict"]
