@@ -73,9 +73,8 @@ def price(
     """``predict(schedule(...), P=plan.P)``, walked while the loop issues it: the same events,
     the same prediction, but the loop stops (:class:`Pruned`) as soon as the prediction is
     certain to exceed ``limit`` or ``max_events`` have been walked. ``cache`` is
-    :func:`schedule`'s;
-    ``prices`` a dict shared by the calls with the same profile, dtype, ranks per node and links
-    (bench/model/walk.py).
+    :func:`schedule`'s; ``prices`` a dict shared by the calls with the same profile, dtype,
+    ranks per node and links (bench/model/walk.py).
 
     Certain to exceed: the walk's time so far plus the GEMMs still to come, priced at the
     profile's cheapest rate per flop; every rank computes at least its share ``plan.flops / P``
