@@ -17,7 +17,7 @@ from .endtoend import PHASES, cluster_relabelled, end_to_end, job_comm
 from .errors import UsageError
 from .faults import fault_from_env
 from .metadata import collect
-from .model import Profile, move_seconds, phase_barrier, predict, schedule
+from .model import Profile, move_seconds, predict, schedule
 from .options import add_json, add_layouts, add_plan_arguments, add_profile, layout_specs
 from .runner import (
     Repetitions,
@@ -177,10 +177,6 @@ def main(args) -> int:
         for phase, seconds in moved.items():
             result[f"predicted_{phase}_seconds"] = seconds
         result["predicted_seconds"] = kernel["predicted_seconds"] + sum(moved.values())
-        if e2e.moves:  # the barrier closing the repetition, after the moves out
-            closing = phase_barrier(plan.P, profile, rpn, links)
-            result["predicted_closing_barrier_seconds"] = closing
-            result["predicted_seconds"] += closing
     if args.dump:
         dump(plan, mesh, blocks, args.dump, e2e, world)
     mesh.free()

@@ -61,6 +61,7 @@ def test_sparse_pricing_matches_the_house_counts(profile_file):
             dense = move_seconds(mv, price.ranks, prof, 4, P)
             assert price.redistribute_in == pytest.approx(dense["redistribute_in"], rel=1e-12)
             assert price.redistribute_out == pytest.approx(dense["redistribute_out"], rel=1e-12)
+            assert price.closing == dense["closing_barrier"]
             assert price.bytes_saved == relabelling(mv, P, 4).bytes_saved, (name, g)
 
 

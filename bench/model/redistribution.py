@@ -137,17 +137,20 @@ def move_seconds(
     ranks_per_node: int,
     links=None,
 ) -> dict[str, float]:
-    """{"redistribute_in": s, "redistribute_out": s}: the end-to-end run's moves priced (A and B
-    in, C out), native mesh rank d on job rank ``ranks[d]``, and the barrier that ends the
-    phase in (:func:`phase_barrier`); ``links`` as for :func:`pairs_seconds`."""
-    out = {"redistribute_in": 0.0, "redistribute_out": 0.0}
+    """{"redistribute_in": s, "redistribute_out": s, "closing_barrier": s}: the end-to-end
+    run's moves priced (A and B in, C out), native mesh rank d on job rank ``ranks[d]``, the
+    phase in with the barrier that ends it (:func:`phase_barrier`), and the one closing the
+    repetition after the moves out (in the end-to-end time, in no phase: MovePrice.closing);
+    ``links`` as for :func:`pairs_seconds`."""
+    out = {"redistribute_in": 0.0, "redistribute_out": 0.0, "closing_barrier": 0.0}
     for m in all_moves:
         phase = "redistribute_in" if m.into else "redistribute_out"
         counts = move_counts(m, ranks)
         out[phase] += transfer_seconds(counts, itemsize, profile, ranks_per_node, links)
     if all_moves:
-        P = all_moves[0].src_mesh.size
-        out["redistribute_in"] += phase_barrier(P, profile, ranks_per_node, links)
+        barrier = phase_barrier(all_moves[0].src_mesh.size, profile, ranks_per_node, links)
+        out["redistribute_in"] += barrier
+        out["closing_barrier"] = barrier
     return out
 
 
