@@ -201,9 +201,9 @@ def oversubscription(world, cores: int, quick: bool) -> dict | None:
     MPI barriers (waiting ranks poll or yield in MPI, taking cycles from working ones), timed
     barrier to barrier. {"n", "shared": seconds per GEMM so, "efficiency": time with one rank
     per core x ranks per core / that time}; None when the job has no more ranks than cores.
-    The model takes the efficiency against its own GEMM rate of that shape (Profile.efficiency):
-    the ranks asleep here while one per core works slow those down a few percent, and the
-    rates may come from another job (calibrate --up-to)."""
+    The model takes the efficiency against its own GEMM rate of that shape
+    (Profile.with_own_time_slicing): the ranks asleep here slow the one-per-core GEMMs, and
+    the rates may come from another job (calibrate --up-to)."""
     from algorithms.comm import _gemm_rows
 
     P, rank = world.Get_size(), world.Get_rank()
