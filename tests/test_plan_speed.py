@@ -5,6 +5,7 @@ import json
 import math
 import random
 import time
+from functools import partial
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from algorithms.events import Event, make_event
 from algorithms.plan import PlanError
 from bench.model import Prediction, Profile, Pruned, price, schedule
 from bench.model.profile import _GemmRates
+from bench.model.resumable import Resumable
 from bench.planner import _option_sets, candidates, recommend
 
 # a profile whose GEMM rates vary over a grid (interpolated) and whose collectives are scaled
@@ -120,6 +122,30 @@ def test_the_bound_never_passes_the_prediction(case):
         cut = price(module, plan, RICH, "float32", rpn or P, limit=full.seconds * (1 - 1e-6))
         assert isinstance(cut, Pruned) and cut.by_limit
         assert cut.at_least <= full.seconds
+
+
+def test_a_walk_in_stretches_walks_each_event_once_and_ends_in_the_full_prediction():
+    """bench/model/resumable.py: a loop paused between stretches resumes where it stopped."""
+    rng = random.Random(7)
+    shape, P, rpn = CASES[2]
+    for module, plan in _plans(shape, P):
+        full = price(module, plan, RICH, "float32", rpn)
+        walk = Resumable(partial(price, module, plan, RICH, "float32", rpn))
+        seen, r = 0, None
+        while not isinstance(r, Prediction):
+            r = walk.advance(max_events=seen + rng.randint(1, 40))
+            if isinstance(r, Pruned):
+                assert r.events > seen and r.at_least <= full.seconds
+                seen = r.events
+        assert r == full and walk.advance() is r
+        by_limit = Resumable(partial(price, module, plan, RICH, "float32", rpn))
+        cut = by_limit.advance(limit=full.seconds / 2)
+        assert isinstance(cut, Pruned) and cut.by_limit and cut.at_least > full.seconds / 2
+        assert by_limit.advance(limit=full.seconds / 2, least_events=10**9) == full
+    paused = Resumable(partial(price, module, plan, RICH, "float32", rpn))
+    assert isinstance(paused.advance(max_events=1), Pruned)
+    paused.close()
+    assert paused._loop.dead
 
 
 def test_every_rank_computes_at_least_its_share():

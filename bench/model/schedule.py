@@ -67,12 +67,16 @@ def price(
     links=None,
     limit: float = math.inf,
     max_events: float = math.inf,
+    least_events: int = 0,
+    pause=None,
     cache: dict | None = None,
     prices: dict | None = None,
 ) -> Prediction | Pruned:
     """``predict(schedule(...), P=plan.P)``, walked while the loop issues it: the same events,
     the same prediction, but the loop stops (:class:`Pruned`) as soon as the prediction is
-    certain to exceed ``limit`` or ``max_events`` have been walked. ``cache`` is
+    certain to exceed ``limit`` (once ``least_events`` are walked) or ``max_events`` have been
+    walked; with ``pause`` the walk pauses there instead (Walk) and the loop always runs to its
+    end or to a Stop the pause raises (bench/model/resumable.py). ``cache`` is
     :func:`schedule`'s; ``prices`` a dict shared by the calls with the same profile, dtype,
     ranks per node and links (bench/model/walk.py).
 
@@ -93,10 +97,14 @@ def price(
         # a hair under the cheapest rate: interpolation may round a rate a few ulps below it
         per_flop=profile.least_seconds_per_flop(name) * slow * (1 - 1e-9),
         max_events=max_events,
+        least_events=least_events,
+        pause=pause,
     )
-    if walk.bound() > limit:  # its GEMMs alone lose: no loop to run
+    if pause is None and walk.bound() > limit:  # its GEMMs alone lose: no loop to run
         return Pruned(walk.bound(), 0, True)
     comm, prepared = _symbolic(algorithm, plan, rank, dtype, binding, tree, cache)
+    if pause is not None:  # paused, this loop may sit beside others sharing the cache's comm
+        comm = Comm(comm.mesh, execute=False, compute=False)
     comm.reset()
     comm.observer = walk.push
     try:
@@ -107,7 +115,7 @@ def price(
         comm.observer = None
         comm.reset()  # the events are walked: do not keep them alive in the cache
     walk.close(plan.P)
-    if walk.t > limit:
+    if pause is None and walk.t > limit:
         return Pruned(walk.t, len(walk.kinds), True)
     return walk.prediction()
 

@@ -5,11 +5,13 @@ front (the fastest plan within any memory budget is on it). A candidate's key is
 predicted seconds plus an ``extra`` time (a redistribution from the user's layouts, say; 0 for
 native layouts), and both parts have cheap lower bounds: the kernel's walk (bench/model/walk.py)
 bounds it by the time walked so far plus the GEMMs still to come, and ``extra_bound`` bounds the
-extra. Candidates sit in a heap by their lower bound; the smallest is refined (its kernel walked
-further, eight times further each time from a 16-event probe, else its extra priced) until it is
-exact, and an exact candidate popped is certainly the next best (every other key is at least its
-bound). After ``keep`` of them, only candidates needing less memory than every one popped can
-still be on the Pareto front; the rest are left out, their loops never walked to the end.
+extra. Candidates sit in a heap by their lower bound; the smallest is refined until it is exact:
+its kernel walked on (bench/model/resumable.py: the loop pauses, it is never run twice) until its
+bound passes the next candidate's, at least a quarter and 64 events further than before each time,
+from a 16-event probe, else its extra priced. An exact candidate popped is certainly the next best
+(every other key is at least its bound). After ``keep`` of them, only candidates needing less
+memory than every one popped can still be on the Pareto front; the rest are left out, their
+loops never walked to the end.
 """
 
 from __future__ import annotations
@@ -19,18 +21,22 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from .resumable import Resumable
 from .schedule import Pruned
 from .walk import Prediction
 
 PROBE_EVENTS = 16  # events each candidate is first walked for
-GROWTH = 8  # each later round walks the candidates still open this many times further
+# each later stretch walks a candidate at least this many events further, and this many times
+# as far in all: far enough that the hand-overs cost little beside the walking
+STRETCH_EVENTS = 64
+GROWTH = 1.25
 
 
 @dataclass(frozen=True)
 class Job:
-    """One candidate: ``price(max_events=...)`` returns a Prediction or a Pruned
-    (bench.model.schedule.price with everything else bound); ``extra()`` the exact extra time
-    (None: 0), at least ``extra_bound``."""
+    """One candidate: ``price(limit=, least_events=, max_events=, pause=)`` returns a
+    Prediction or a Pruned (bench.model.schedule.price with everything else bound);
+    ``extra()`` the exact extra time (None: 0), at least ``extra_bound``."""
 
     price: Callable[..., Prediction | Pruned]
     memory: int
@@ -55,26 +61,39 @@ def search(jobs: Sequence[Job], keep: int | None) -> list[Priced | None]:
     nor on the key/memory Pareto front. ``keep`` None: price every job in full."""
     if keep is None:
         return [Priced(j.price(), j.extra() if j.extra else 0.0) for j in jobs]
+    walks = [Resumable(j.price) for j in jobs]
+    try:
+        return _best_first(jobs, walks, max(keep, 1))
+    finally:
+        for w in walks:
+            w.close()
+
+
+def _best_first(jobs: Sequence[Job], walks: list[Resumable], keep: int) -> list[Priced | None]:
     out: list[Priced | None] = [None] * len(jobs)
     kernel: list[Prediction | None] = [None] * len(jobs)
     extra: list[float | None] = [None if j.extra else 0.0 for j in jobs]
-    budget = [PROBE_EVENTS] * len(jobs)
+    walked = [0] * len(jobs)
     heap = [(j.extra_bound, j.memory, i) for i, j in enumerate(jobs)]
     heapq.heapify(heap)
     done, least, kth = 0, math.inf, math.inf  # exact ones popped, their least memory, key
     while heap:
         bound, memory, i = heapq.heappop(heap)
-        if done >= max(keep, 1) and memory >= least and bound > kth:
+        if done >= keep and memory >= least and bound > kth:
+            walks[i].close()
             continue  # slower than `keep` others (ties kept) and than one needing no more memory
         job = jobs[i]
         if kernel[i] is None:
-            r = job.price(max_events=budget[i])
+            others = job.extra_bound if extra[i] is None else extra[i]
+            until = max(walked[i] + STRETCH_EVENTS, math.ceil(walked[i] * GROWTH))
+            until = until if walked[i] else PROBE_EVENTS
+            r = walks[i].advance(heap[0][0] - others if heap else math.inf, until)
             if isinstance(r, Prediction):
                 kernel[i] = r
-                bound = r.seconds + (job.extra_bound if extra[i] is None else extra[i])
+                bound = r.seconds + others
             else:
-                budget[i] *= GROWTH
-                bound = r.at_least + job.extra_bound
+                walked[i] = r.events
+                bound = r.at_least + others
             heapq.heappush(heap, (bound, memory, i))
         elif extra[i] is None:
             extra[i] = job.extra()
@@ -82,9 +101,9 @@ def search(jobs: Sequence[Job], keep: int | None) -> list[Priced | None]:
         else:
             out[i] = Priced(kernel[i], extra[i])
             done, least = done + 1, min(least, memory)
-            if done == max(keep, 1):
+            if done == keep:
                 kth = bound
     return out
 
 
-__all__ = ["Job", "PROBE_EVENTS", "Priced", "search"]
+__all__ = ["GROWTH", "Job", "PROBE_EVENTS", "Priced", "search"]

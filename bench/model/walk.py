@@ -93,6 +93,8 @@ class Walk:
         share: float = 0.0,
         per_flop: float = 0.0,
         max_events: float = math.inf,
+        least_events: int = 0,
+        pause=None,
     ):
         self.profile, self.dtype, self.links = profile.at(ranks_per_node), dtype, links
         self.slow = profile.slowdown(ranks_per_node)
@@ -106,7 +108,7 @@ class Walk:
         self.flops = self.sent = self.messages = 0
         self.level_bytes: dict[str, int] = defaultdict(int)
         self.limit, self.share, self.per_flop = limit, share, per_flop
-        self.max_events = max_events
+        self.max_events, self.least_events, self.pause = max_events, least_events, pause
         self.by_limit = False
 
     def bound(self) -> float:
@@ -148,11 +150,21 @@ class Walk:
                 start = max(t, self.channel)
                 self.phases[kind] += start + d - t
                 self.t = self.channel = self.done[i] = start + d
-        if self.t != t and self.t + max(self.share - self.flops, 0) * self.per_flop > self.limit:
+        if (
+            self.t != t
+            and self.t + max(self.share - self.flops, 0) * self.per_flop > self.limit
+            and i >= self.least_events - 1
+        ):
             self.by_limit = True  # (the bound, inlined: this runs once per event)
+            self._stop()
+        elif i >= self.max_events - 1:
+            self._stop()
+
+    def _stop(self) -> None:
+        if self.pause is None:
             raise Stop
-        if i >= self.max_events - 1:
-            raise Stop
+        self.pause(self)
+        self.by_limit = False
 
     def close(self, P: int) -> None:
         """End with the barrier a run closes each repetition with (bench/runner.py: the timed
