@@ -304,16 +304,30 @@ def _holds(table: np.ndarray, base, res, rank) -> np.ndarray:
     return ok & table[res, np.where(ok, off, 0)]
 
 
-def _unique_rows(parts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """np.unique(parts, axis=0, return_counts=True) for non-negative int rows, counts int64:
-    each row packed into one integer first (a 1-D unique sorts many times faster)."""
+def _unique_rows(parts: np.ndarray, weights=None) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(parts, axis=0, return_counts=True) for non-negative int rows, counts int64
+    (with ``weights``, each row counts its weight): each row packed into one integer first (a
+    1-D unique sorts many times faster)."""
+    weights = np.ones(len(parts), np.int64) if weights is None else weights
     radix = parts.max(axis=0) + 1
     if float(np.prod(radix.astype(float))) >= 2**62:
-        keys, counts = np.unique(parts, axis=0, return_counts=True)
-        return keys, counts.astype(np.int64)
-    packed = np.ravel_multi_index(parts.T, radix)
-    uniq, counts = np.unique(packed, return_counts=True)
-    return np.stack(np.unravel_index(uniq, radix), axis=1).astype(np.int64), counts.astype(np.int64)
+        keys, inverse = np.unique(parts, axis=0, return_inverse=True)
+    else:
+        packed, inverse = np.unique(np.ravel_multi_index(parts.T, radix), return_inverse=True)
+        keys = np.stack(np.unravel_index(packed, radix), axis=1)
+    counts = np.bincount(inverse.ravel(), weights, minlength=len(keys))
+    return keys.astype(np.int64), np.rint(counts).astype(np.int64)
+
+
+def _runs(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, lengths): the equal columns' values as (n, len(columns)) rows, run-length
+    encoded (layouts are blocks: a dimension of 65536 elements is a few hundred runs)."""
+    change = np.zeros(len(columns[0]) - 1, bool)
+    for c in columns:
+        change |= c[1:] != c[:-1]
+    starts = np.concatenate(([0], np.flatnonzero(change) + 1))
+    lengths = np.diff(np.append(starts, len(columns[0])))
+    return np.stack([c[starts] for c in columns], axis=1), lengths
 
 
 def _keys(src: TensorLayout, splace: Placement, dplace: Placement):
@@ -322,16 +336,9 @@ def _keys(src: TensorLayout, splace: Placement, dplace: Placement):
     residue part, dst rank part, dst residue part) tuples, combined across dimensions."""
     per_dim = []
     for d, n in enumerate(src.logical_shape):
-        parts = np.stack(
-            [
-                splace.rank_part[d][:n],
-                splace.residue_part[d][:n],
-                dplace.rank_part[d][:n],
-                dplace.residue_part[d][:n],
-            ],
-            axis=1,
-        )
-        per_dim.append(_unique_rows(parts))
+        parts = [p[d][:n] for p in (splace.rank_part, splace.residue_part)]
+        parts += [p[d][:n] for p in (dplace.rank_part, dplace.residue_part)]
+        per_dim.append(_unique_rows(*_runs(parts)))
     keys, counts = per_dim[-1]
     for k, c in reversed(per_dim[1:-1]):  # the inner dimensions, fully combined
         keys = (k[:, None, :] + keys[None, :, :]).reshape(-1, 4)

@@ -2,7 +2,7 @@
 (shape, P), each in a fresh process, with the planner's own pricing time from its JSON.
 
     .venv/bin/python scripts/plan_speed.py [--profile results/profile.json] [--P 64,512]
-        [--shapes 8192,8192,8192] [--limit-gib 8]
+        [--shapes 8192,8192,8192] [--layouts block,native] [--limit-gib 8]
 
 Without --profile it uses the tests' profile with round numbers (what the planner costs does not
 depend much on the figures). Wall time counts the whole command: start-up, imports, pricing and
@@ -27,13 +27,14 @@ RANKS = (64, 512, 4096, 8192)
 SHAPES = ("8192,8192,8192", "65536,65536,65536")
 
 
-def plan(shape: str, P: int, profile: str, limit: int) -> dict:
+def plan(shape: str, P: int, profile: str, limit: int, layouts: str) -> dict:
     """Wall seconds, peak RSS bytes, the planner's record (or None) and a status line."""
 
     def cap():
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     argv = ["plan", "--shape", shape, "--P", str(P), "--profile", profile, "--json"]
+    argv += ["--layouts", layouts]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         child = subprocess.Popen(
@@ -63,6 +64,12 @@ def main() -> int:
     ap.add_argument("--profile", help="machine profile (default: round numbers)")
     ap.add_argument("--P", default=",".join(map(str, RANKS)), help="rank counts (comma list)")
     ap.add_argument("--shapes", default=";".join(SHAPES), help="M,K,N;M,K,N;...")
+    ap.add_argument(
+        "--layouts",
+        default="block",
+        help="the user's layouts, comma list (block: plan's default, priced end to end; "
+        "native: the kernels alone)",
+    )
     ap.add_argument("--limit-gib", type=float, default=8.0, help="address-space cap per run")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -70,20 +77,27 @@ def main() -> int:
         if profile is None:
             profile = str(Path(tmp) / "profile.json")
             Path(profile).write_text(json.dumps(PROFILE))
-        head = f"{'shape':<20}{'P':>6}{'wall [s]':>10}{'CPU [s]':>9}{'pricing [s]':>13}"
+        head = (
+            f"{'shape':<20}{'P':>6}{'layouts':>8}{'wall [s]':>10}{'CPU [s]':>9}{'pricing [s]':>13}"
+        )
         print(f"{head}{'priced':>8}{'pruned':>8}{'peak RSS':>11}  best")
-        for shape in args.shapes.split(";"):
-            for P in map(int, args.P.split(",")):
-                r = plan(shape, P, profile, int(args.limit_gib * 2**30))
-                rec = r["record"] or {}
-                best = rec.get("recommended", {})
-                priced = len(rec.get("candidates", []))
-                what = f"{best.get('algo')} {best.get('grid')}" if rec else r["status"][:60]
-                print(
-                    f"{shape:<20}{P:>6}{r['wall']:>10.2f}{r['cpu']:>9.2f}"
-                    f"{rec.get('planning_seconds', float('nan')):>13.3f}{priced:>8}"
-                    f"{rec.get('pruned', 0):>8}{r['rss'] / 2**20:>8.0f} MiB  {what}"
-                )
+        runs = [
+            (shape, P, layouts)
+            for layouts in args.layouts.split(",")
+            for shape in args.shapes.split(";")
+            for P in map(int, args.P.split(","))
+        ]
+        for shape, P, layouts in runs:
+            r = plan(shape, P, profile, int(args.limit_gib * 2**30), layouts)
+            rec = r["record"] or {}
+            best = rec.get("recommended", {})
+            priced = len(rec.get("candidates", []))
+            what = f"{best.get('algo')} {best.get('grid')}" if rec else r["status"][:60]
+            print(
+                f"{shape:<20}{P:>6}{layouts:>8}{r['wall']:>10.2f}{r['cpu']:>9.2f}"
+                f"{rec.get('planning_seconds', float('nan')):>13.3f}{priced:>8}"
+                f"{rec.get('pruned', 0):>8}{r['rss'] / 2**20:>8.0f} MiB  {what}"
+            )
     return 0
 
 
