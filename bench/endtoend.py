@@ -64,7 +64,7 @@ def end_to_end(
 ) -> EndToEnd:
     """The end-to-end set-up for layout ``specs`` {"A", "B", "C": spec}; bad specs raise
     LayoutError or MeshError (one line). On a cluster ``tree`` (job rank t is tree rank t) the
-    relabelling keeps the most on each node first. Pure: every rank computes the same."""
+    relabelling keeps each node's mesh ranks together. Pure: every rank computes the same."""
     users = user_layouts(specs, plan.shape, plan.P)
     needed = tuple(moves(users, {n: (getattr(plan, n), plan.mesh) for n in "ABC"}))
     chosen = relabelling(needed, plan.P, itemsize, nodes_of(tree))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -172,11 +172,11 @@ def candidates(
             continue
         for opts in _option_sets(algorithm, shape, P):
             states: dict = {}  # prepared state and symbolic comm, shared by overlap on and off
-            for overlap in (True, False):
-                try:
-                    plan = algorithm.plan(tuple(shape), P, overlap=overlap, **opts)
-                except PlanError:
-                    continue
+            try:  # overlap changes nothing of a plan but itself: its layouts are built once
+                on = algorithm.plan(tuple(shape), P, overlap=True, **opts)
+            except PlanError:
+                continue
+            for plan in (on, replace(on, overlap=False)):
                 mem = algorithm.memory(plan, npdt.itemsize)
                 if tree is None:
                     binds = [None]
@@ -185,7 +185,7 @@ def candidates(
 
                     binds = bindings(plan.mesh, tree)
                 for b in binds:
-                    cands.append(Candidate(algo, opts, overlap, plan, b, memory=mem))
+                    cands.append(Candidate(algo, opts, plan.overlap, plan, b, memory=mem))
                     run = partial(
                         price,
                         algorithm,

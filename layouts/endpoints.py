@@ -101,7 +101,7 @@ def moves(users: Mapping[str, UserLayout], native: Mapping[str, tuple]) -> list[
 def relabelling(all_moves: Sequence[Move], P: int, itemsize: int = 1, nodes=None) -> Relabelling:
     """The order of the native mesh on the job's ranks that keeps the most elements of all
     ``all_moves`` in place (one assignment for A, B and C together); ``nodes``: each job
-    rank's node on a cluster, to keep the most on their node first (layouts.relabel)."""
+    rank's node on a cluster, to keep each node's mesh ranks together (layouts.relabel)."""
     if not all_moves:
         return Relabelling(tuple(range(P)), 0, 0)
     kept = np.zeros((P, P), np.int64)  # [job rank, native mesh rank]

@@ -21,6 +21,7 @@ is made if missing.
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -105,6 +106,7 @@ def main() -> int:
     if args.shapes:
         shapes = [tuple(int(x) for x in part.split(",")) for part in args.shapes.split(";")]
     chosen = set()
+    details = []  # (case, candidate, predicted s, measured s) of every run
     if args.cluster and not args.emulate_links:
         ap.error("--cluster needs --emulate-links PRESET")
     for P in ranks:
@@ -143,6 +145,7 @@ def main() -> int:
             )
             timed = [(c, s) for c, (s, _) in zip(runs, got, strict=True) if s is not None]
             case = f"P={P} {'x'.join(map(str, shape))}"
+            details += [(case, c, c.seconds, s) for c, s in timed]
             if got[0][0] is None or not timed:
                 say(f"{case:<22}{_name(best):<38}failed: {got[0][1]}")
                 total += 1
@@ -158,6 +161,8 @@ def main() -> int:
                 f"{'yes' if hit else 'no':>5}{'yes' if ok else 'no':>7}{plan_s * 1e3:>10.0f}"
             )
     say()
+    _say_details(say, details)
+    say()
     say(
         f"cases {total}: first choice measured fastest in {hits} ({100 * hits / total:.0f}%, "
         f"target 80%), within 10% in {within} ({100 * within / total:.0f}%, target 95%); "
@@ -168,6 +173,28 @@ def main() -> int:
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     write_atomic(args.out, "\n".join(lines) + "\n")
     return 0
+
+
+def _say_details(say, details: list) -> None:
+    """Every run's prediction against its measurement, and whether the model's order of each
+    case's runs is the measured one: a miss is a model error or a near-tie."""
+    say(
+        f"{'case':<22}{'candidate':<38}{'predicted [ms]':>15}{'measured [ms]':>14}{'pred/meas':>10}"
+    )
+    for case, c, pred, meas in details:
+        say(f"{case:<22}{_name(c):<38}{pred * 1e3:>15.2f}{meas * 1e3:>14.2f}{pred / meas:>10.3f}")
+    errors = [abs(pred / meas - 1) for _, _, pred, meas in details]
+    pairs = swapped = 0
+    for i, (case, _, p1, m1) in enumerate(details):
+        for case2, _, p2, m2 in details[i + 1 :]:
+            if case2 == case and p1 != p2:
+                pairs += 1
+                swapped += (p1 < p2) != (m1 < m2)
+    say(
+        f"runs {len(details)}: median |pred/meas - 1| {100 * statistics.median(errors):.1f}%, "
+        f"{sum(e > 0.3 for e in errors)} over 30%; pairs of runs in one case ordered unlike "
+        f"the measurement: {swapped} of {pairs}"
+    )
 
 
 def _name(c) -> str:

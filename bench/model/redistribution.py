@@ -177,7 +177,7 @@ def price_moves(
     Computed from the sparse overlaps (layouts.transfer.overlap_pairs), never a P x P array,
     where it can be: a source with one holder per element sends exactly its overlaps (others:
     layouts.endpoints.move_counts), and the relabelling is :func:`_sparse_relabelling` (on a
-    cluster, ``links``, the one that keeps the most on each node first, as the run's)."""
+    cluster, ``links``, the one that keeps each node's mesh ranks together, as the run's)."""
     if not all_moves:
         return MovePrice(0.0, 0.0, 0, None, 0)
     barrier = phase_barrier(P, profile, ranks_per_node, links)
@@ -213,8 +213,8 @@ def _sparse_relabelling(all_moves, overlaps, P: int, itemsize: int, nodes=None) 
     4 _EDGES_PER_RANK pairs per rank (P = 4096 and 1-D layouts), only each native rank's
     _EDGES_PER_RANK heaviest pairs: optimal unless a native rank's best free job rank is not
     among them (such spread overlaps keep little in place anyway). With ``nodes`` (a cluster:
-    each job rank's node) the most is kept on each node first (:func:`_on_node_pairs`). The
-    identity is kept where it is no worse."""
+    each job rank's node) each node's block of native ranks stays together, as in
+    layouts.relabel (:func:`_node_blocks`). The identity is kept where it is no worse."""
     jobs, natives, kept = [], [], []
     total = 0
     for m, (s, d, c, needed) in zip(all_moves, overlaps, strict=True):
@@ -230,23 +230,22 @@ def _sparse_relabelling(all_moves, overlaps, P: int, itemsize: int, nodes=None) 
     kept_identity = int(np.rint(weight[job == native].sum()))
     if nodes is not None:
         nodes = np.asarray(nodes)
-        on_identity = int(np.rint(weight[nodes[job] == nodes[native]].sum()))
-        job, native, on, weight = _on_node_pairs(key, weight, P, nodes)
-        best_job, best_native = _matching(job, native, on * float(total + 1) + weight, P)
+        on = nodes[job] == nodes[native]
+        identity = (int(np.rint(weight[on].sum())), kept_identity)
+        out = _node_blocks(job, native, weight, P, nodes)
+        on = nodes[job] == nodes[out[native]]
+        here = job == out[native]
+        best = (int(np.rint(weight[on].sum())), int(np.rint(weight[here].sum())))
     else:
-        on_identity, on = 0, np.zeros_like(weight)
+        identity = (0, kept_identity)
         best_job, best_native = _heaviest(job, native, weight, P)
-    identity = (on_identity, kept_identity)  # (kept on the node, kept on the rank)
-    chosen = np.searchsorted(job * P + native, best_job * P + best_native)  # sorted, present
-    best = (int(np.rint(on[chosen].sum())), int(np.rint(weight[chosen].sum())))
+        out = _filled(best_job, best_native, P)  # natives overlapping nothing: any rank
+        chosen = np.searchsorted(job * P + native, best_job * P + best_native)  # present
+        best = (0, int(np.rint(weight[chosen].sum())))
     if best <= identity:
         ranks = tuple(range(P))
         best = identity
     else:
-        out = np.full(P, -1, np.int64)
-        out[best_native] = best_job
-        free = np.setdiff1d(np.arange(P), best_job)  # natives overlapping nothing: any rank
-        out[out < 0] = free
         ranks = tuple(int(r) for r in out)
     return Relabelling(ranks, (total - identity[1]) * itemsize, (total - best[1]) * itemsize)
 
@@ -282,27 +281,33 @@ def _heaviest(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:
     return _matching(job[keep], native[keep], weight[keep], P)
 
 
-def _on_node_pairs(key, weight, P: int, nodes: np.ndarray):
-    """(job, native, on_node, kept) for each pair (job rank t, native rank d) among each native
-    rank's heaviest nodes (:func:`_top`) and every rank on them, sorted by t * P + d: on_node
-    sums what d needs from the ranks on t's node, kept what it needs from t."""
-    node_key, inverse = np.unique(nodes[key // P] * P + key % P, return_inverse=True)
-    on = np.bincount(inverse, weight, minlength=node_key.size)
-    keep = _top(node_key % P, on, P)
-    members = np.argsort(nodes, kind="stable").reshape(int(nodes.max()) + 1, -1)
-    per_node = members.shape[1]
-    job = members[node_key[keep] // P].ravel()
-    native = np.repeat(node_key[keep] % P, per_node)
-    on = np.repeat(on[keep], per_node)
-    kept = _weights(key, weight, job * P + native)
-    order = np.argsort(job * P + native)
-    return job[order], native[order], on[order], kept[order]
+def _node_blocks(job, native, weight, P: int, nodes: np.ndarray) -> np.ndarray:
+    """layouts.relabel's order on a cluster from the weighted pairs (job rank, native rank):
+    each node's block of native ranks (d with nodes[d] == n) on the node holding the most of
+    what it needs, then inside each node the :func:`_heaviest` order of its ranks."""
+    n_nodes = int(nodes.max()) + 1
+    key, inverse = np.unique(nodes[job] * n_nodes + nodes[native], return_inverse=True)
+    on = np.bincount(inverse, weight, minlength=key.size)
+    host, block = _heaviest(key // n_nodes, key % n_nodes, on, n_nodes)
+    where = _filled(host, block, n_nodes)  # block n runs on node where[n]
+    inside = nodes[job] == where[nodes[native]]
+    ranks, natives = _heaviest(job[inside], native[inside], weight[inside], P)
+    return _filled(ranks, natives, P, where[nodes], nodes)
 
 
-def _weights(keys: np.ndarray, weight: np.ndarray, want: np.ndarray) -> np.ndarray:
-    """weight of each ``want`` key in the sorted ``keys`` (0 where absent)."""
-    at = np.minimum(np.searchsorted(keys, want), keys.size - 1)
-    return np.where(keys[at] == want, weight[at], 0.0)
+def _filled(to, of, n: int, want=None, has=None) -> np.ndarray:
+    """out[i]: ``to[k]`` where ``of[k] == i``, the others of 0 .. n-1 on the free ones; with
+    ``want`` and ``has``, i only on a free one s with has[s] == want[i] (each group has as many
+    free as unplaced)."""
+    out = np.full(n, -1, np.int64)
+    out[of] = to
+    unplaced = np.flatnonzero(out < 0)
+    free = np.setdiff1d(np.arange(n), to)
+    if want is not None:
+        unplaced = unplaced[np.argsort(want[unplaced], kind="stable")]
+        free = free[np.argsort(has[free], kind="stable")]
+    out[unplaced] = free
+    return out
 
 
 def _matching(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:
