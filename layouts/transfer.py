@@ -304,11 +304,9 @@ def _holds(table: np.ndarray, base, res, rank) -> np.ndarray:
     return ok & table[res, np.where(ok, off, 0)]
 
 
-def _unique_rows(parts: np.ndarray, weights=None) -> tuple[np.ndarray, np.ndarray]:
-    """np.unique(parts, axis=0, return_counts=True) for non-negative int rows, counts int64
-    (with ``weights``, each row counts its weight): each row packed into one integer first (a
-    1-D unique sorts many times faster)."""
-    weights = np.ones(len(parts), np.int64) if weights is None else weights
+def _unique_rows(parts: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(parts, axis=0) for non-negative int rows, with each one's summed ``weights``
+    (int64): each row packed into one integer first (a 1-D unique sorts many times faster)."""
     radix = parts.max(axis=0) + 1
     if float(np.prod(radix.astype(float))) >= 2**62:
         keys, inverse = np.unique(parts, axis=0, return_inverse=True)
