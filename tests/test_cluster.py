@@ -235,6 +235,32 @@ def test_relabelled_rank_order():
     assert RankOrder(plan.mesh).group_levels(tree, plan.mesh.coords(0), ("y",)) == {"local": 1}
 
 
+@pytest.mark.parametrize("spec", ["cluster:4,3", "cluster:3,4:round-robin"])
+def test_rank_order_counts_each_members_crossing_level(spec):
+    """RankOrder.group_levels (vectorised) against the definition, member by member: the
+    outermost level at which the member's tree coordinates differ from this rank's."""
+    from collections import Counter
+
+    from topology.hierarchy import crossing_level_coords
+
+    tree = parse_topology(spec)
+    mesh = get("summa").plan((60, 60, 60), 12, grid=(3, 4)).mesh
+    levels = levels_of(tree)
+    rng = np.random.default_rng(3)
+    for ranks in (None, tuple(int(r) for r in rng.permutation(12))):
+        order = RankOrder(mesh, ranks=ranks)
+        for me in range(12):
+            mine = tree.coords(order.tree_rank(me))
+            for axes in (("x",), ("y",), ("x", "y")):
+                others = [r for r in mesh.group(me, axes) if r != me]
+                want = Counter(
+                    crossing_level_coords(tree.coords(order.tree_rank(r)), mine, levels)
+                    for r in others
+                )
+                got = order.group_levels(tree, mesh.coords(me), axes)
+                assert got == {lv: want[lv] for lv in levels if want[lv]}
+
+
 def test_relabelling_on_a_cluster_keeps_each_nodes_mesh_ranks_together():
     """From 1-D columns into summa3d's 2x2x2 mesh on 2 nodes of 4 ranks: an order blind to the
     nodes moves fewer elements between them (6912 against 9216) by putting mesh ranks 2 and 4

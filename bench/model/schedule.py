@@ -104,7 +104,8 @@ def price(
         return Pruned(walk.bound(), 0, True)
     comm, prepared = _symbolic(algorithm, plan, rank, dtype, binding, tree, cache)
     if pause is not None:  # paused, this loop may sit beside others sharing the cache's comm
-        comm = Comm(comm.mesh, execute=False, compute=False)
+        shared, comm = comm, Comm(comm.mesh, execute=False, compute=False)
+        comm.levels = shared.levels  # a tree's level memos: pure functions of the mesh view
     comm.reset()
     comm.observer = walk.push
     try:
