@@ -75,8 +75,9 @@ def relabel(
         on_node = V
     else:
         nodes = np.asarray(nodes)
-        order = _node_blocks(V, nodes, linear_sum_assignment)
-        on_node = _on_node(V, nodes)
+        by_node = _by_node(V, nodes)
+        order = _node_blocks(V, by_node, nodes, linear_sum_assignment)
+        on_node = by_node[nodes]  # [t, d]: what d needs from the ranks on t's node
     kept = int(V[order, np.arange(P)].sum())
     identity = (int(np.trace(on_node)), kept_identity)
     if (int(on_node[order, np.arange(P)].sum()), kept) <= identity:
@@ -86,14 +87,13 @@ def relabel(
     return Relabelling(ranks, (total - kept_identity) * itemsize, (total - kept) * itemsize)
 
 
-def _node_blocks(V: np.ndarray, nodes: np.ndarray, assign) -> np.ndarray:
+def _node_blocks(V: np.ndarray, by_node: np.ndarray, nodes: np.ndarray, assign) -> np.ndarray:
     """order[d]: the rank mesh rank d runs on, each node's block of mesh ranks (d with
     nodes[d] == n) kept together on one node: the blocks on the nodes that hold the most of
-    what they need, then each block's ranks on that node's ranks that hold the most of what
-    each needs (``assign``: scipy.optimize.linear_sum_assignment)."""
-    members = np.argsort(nodes, kind="stable").reshape(int(nodes.max()) + 1, -1)
-    by_node = np.zeros((len(members), V.shape[1]), np.int64)  # [node, mesh rank]
-    np.add.at(by_node, nodes, V)
+    what they need (``by_node``: :func:`_by_node`), then each block's ranks on that node's
+    ranks that hold the most of what each needs (``assign``:
+    scipy.optimize.linear_sum_assignment)."""
+    members = np.argsort(nodes, kind="stable").reshape(len(by_node), -1)
     blocks = by_node[:, members].sum(axis=2)  # [node, block]
     order = np.empty(V.shape[1], np.int64)
     for node, block in zip(*assign(blocks, maximize=True), strict=True):
@@ -103,11 +103,11 @@ def _node_blocks(V: np.ndarray, nodes: np.ndarray, assign) -> np.ndarray:
     return order
 
 
-def _on_node(V: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-    """[t, d]: the sum of V[s, d] over the ranks s on rank t's node."""
+def _by_node(V: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """[n, d]: the sum of V[s, d] over the ranks s on node n."""
     by_node = np.zeros((int(nodes.max()) + 1, V.shape[1]), np.int64)
     np.add.at(by_node, nodes, V)
-    return by_node[nodes]
+    return by_node
 
 
 def relabel_layouts(

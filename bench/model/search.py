@@ -85,8 +85,8 @@ def _best_first(jobs: Sequence[Job], walks: list[Resumable], keep: int) -> list[
         job = jobs[i]
         if kernel[i] is None:
             others = job.extra_bound if extra[i] is None else extra[i]
-            until = max(walked[i] + STRETCH_EVENTS, math.ceil(walked[i] * GROWTH))
-            until = until if walked[i] else PROBE_EVENTS
+            w = walked[i]
+            until = max(w + STRETCH_EVENTS, math.ceil(w * GROWTH)) if w else PROBE_EVENTS
             r = walks[i].advance(heap[0][0] - others if heap else math.inf, until)
             if isinstance(r, Prediction):
                 kernel[i] = r
