@@ -109,6 +109,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--repeat", type=positive, default=3, help="with --run: timed repetitions")
     p.add_argument(
+        "--rounds",
+        type=positive,
+        default=1,
+        help="with --run: run the candidates in turn this many times, each keeping its median "
+        "(a slow spell of the machine then hits every candidate alike)",
+    )
+    p.add_argument(
         "--emulate",
         action="store_true",
         help="with --run: hold the runs' messages to --links/--network (distmm run "
@@ -123,9 +130,9 @@ def main(args) -> int:
     profile = Profile.load(args.profile)
     P = args.P
     rpn = ranks_per_node(args, P)
-    # runs emulating a cluster put every rank on this machine: rank them as they will run
-    emulated = bool(args.run and args.emulate and args.topology.startswith("cluster:"))
-    if emulated:
+    # emulated runs put every rank on this machine: rank them as they will run
+    emulated = bool(args.run and args.emulate)
+    if emulated and args.topology.startswith("cluster:"):
         rpn = P
     if args.chain is not None:
         return _chain_main(args, profile, rpn)
@@ -171,6 +178,7 @@ def main(args) -> int:
             args.topology,
             launcher=launcher,
             emulate_links=emulate,
+            rounds=args.rounds,
         )
         measured = list(zip(runs, times, strict=True))
     if args.json:

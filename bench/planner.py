@@ -137,9 +137,10 @@ def candidates(
     plus the redistributions from and to the user's layouts (bench/plan_ranking.py). With
     ``keep``, only the ``keep`` fastest and the Pareto front are certain to be there (and are
     exact): candidates provably in neither are left out, their loops stopped early
-    (bench/model/search.py); the Ranking's ``pruned`` counts them. ``emulated``: a cluster
-    emulated on this machine (distmm run --emulate-links), its ``ranks_per_node`` ranks sharing
-    these cores, priced as such runs are rather than as the cluster's nodes."""
+    (bench/model/search.py); the Ranking's ``pruned`` counts them. ``emulated``: the links
+    emulated on this machine (distmm run --emulate-links), priced as such runs are
+    (LinkModel.emulated), and a cluster's ranks all sharing these cores rather than its
+    nodes'."""
     tree = links = None
     if topology != "mesh":
         from topology.links import LinkModel
@@ -149,6 +150,8 @@ def candidates(
         if tree.size != P:
             raise UsageError(f"topology {topology} has {tree.size} PEs but --P is {P}")
         links = LinkModel.load(links_spec, tree) if links_spec else None
+        if links is not None and emulated:
+            links = replace(links, emulated=True)
     elif links_spec:
         raise UsageError("--links/--network need --topology mncore[:...] or cluster:NODES,RPN")
     rpn = min(ranks_per_node or P, P)
@@ -282,21 +285,27 @@ def measure(
     timeout: float = 300,
     launcher: Launcher | None = None,
     emulate_links: str | None = None,
+    rounds: int = 1,
 ) -> list:
     """Run each candidate with `distmm run --json` under ``launcher`` (default: mpiexec, the
     given one or the environment's), its links emulated with ``emulate_links`` if given;
-    [(seconds | None, note)]."""
+    [(seconds | None, note)]. With ``rounds`` > 1 each runs once per round, in turn, and keeps
+    its median: a slow spell of the machine then hits every candidate alike."""
     launcher = launcher or Launcher.find(mpiexec)
-    out = []
-    for c in cands:
-        argv = c.run_args(shape, dtype, topology, emulate_links)
-        argv += ["--json", "--repeat", str(repeat)]
-        rec, why = launcher.run_json(P, argv, timeout)
-        if rec is None:
-            out.append((None, why))
-        else:
-            out.append((rec["seconds"], "" if rec["verified"] else "NOT VERIFIED"))
-    return out
+    runs: list[list[float] | None] = [[] for _ in cands]  # None: a run failed, not run again
+    notes = [""] * len(cands)
+    for _ in range(max(rounds, 1)):
+        for i, c in enumerate(cands):
+            if runs[i] is None:
+                continue
+            argv = [*c.run_args(shape, dtype, topology, emulate_links), "--json", "--repeat"]
+            rec, why = launcher.run_json(P, [*argv, str(repeat)], timeout)
+            if rec is None:
+                runs[i], notes[i] = None, why
+            else:
+                runs[i].append(rec["seconds"])
+                notes[i] = notes[i] or ("" if rec["verified"] else "NOT VERIFIED")
+    return [(t and float(np.median(t)), n) for t, n in zip(runs, notes, strict=True)]
 
 
 # -- chains ----------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 
 import numpy as np
 
@@ -127,6 +128,8 @@ def main(args) -> int:
     dtype = np.dtype(args.dtype)
     check_memory(plan, dtype, facts["ranks_per_node"])
     tree, binding, links = tree_setup(args, plan, args.emulate_links)
+    if links is not None:
+        links = replace(links, emulated=True)
     e2e = end_to_end(layout_specs(args), plan, dtype.itemsize, not args.no_relabel, tree)
     if tree is not None and not e2e.native:
         binding = cluster_relabelled(tree, binding, e2e)

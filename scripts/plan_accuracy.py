@@ -1,13 +1,14 @@
 """`distmm plan` against measurement (issue 8): does the first choice win when run?
 
     .venv/bin/python scripts/plan_accuracy.py [--profile results/profile.json] [--ranks 4,6,8,9]
-        [--repeat 3] [--top 3] [--layouts native|block|...] [--no-relabel]
+        [--repeat 3] [--rounds 3] [--top 3] [--layouts native|block|...] [--no-relabel]
         [--out results/plan_accuracy.txt] [--cluster RANKS_PER_NODE --emulate-links PRESET]
 
 For every (shape, P) case: plan (every candidate priced by the model, timed), take the
 recommendation and the next fastest candidates with a different (algorithm, grid) (what
-``distmm plan --run`` runs), run them back to back with ``distmm run --json --repeat R`` and
-compare. With ``--layouts`` other than native (issue 12: ``block``) the planner ranks by
+``distmm plan --run`` runs), run them in turn with ``distmm run --json --repeat R``, ``--rounds``
+times (each keeps its median: on a shared machine a slow spell then hits every candidate alike),
+and compare. With ``--layouts`` other than native (issue 12: ``block``) the planner ranks by
 end-to-end time from those layouts and the runs start from them (``distmm run --layouts``,
 whose ``seconds`` is the end-to-end median). Targets: the first choice is the measured
 fastest in >= 80% of cases and within 10% of the measured fastest in >= 95%; planning one case
@@ -52,6 +53,9 @@ def main() -> int:
     ap.add_argument("--profile", default=str(ROOT / "results" / "profile.json"))
     ap.add_argument("--ranks", default="4,6,8,9")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument(
+        "--rounds", type=int, default=3, help="runs of each candidate, in turn (median kept)"
+    )
     ap.add_argument("--top", type=int, default=3)
     ap.add_argument("--layouts", default="native", help="the user's layouts of A, B and C")
     ap.add_argument("--no-relabel", action="store_true", help="no COSTA relabelling")
@@ -90,7 +94,8 @@ def main() -> int:
     say(
         f"distmm plan accuracy: profile {args.profile} (calibrated at "
         f"{profile.meta.get('ranks', '?')} ranks, {profile.cores} cores); top {args.top} "
-        f"distinct (algorithm, grid) per case, --repeat {args.repeat}, layouts {args.layouts}"
+        f"distinct (algorithm, grid) per case, --repeat {args.repeat} in {args.rounds} rounds, "
+        f"layouts {args.layouts}"
         + (" (no relabelling)" if args.no_relabel else "")
         + (f", clusters of {args.cluster} per node on {args.emulate_links}" if args.cluster else "")
     )
@@ -142,6 +147,7 @@ def main() -> int:
                 args.repeat,
                 topology,
                 emulate_links=args.emulate_links if args.cluster else None,
+                rounds=args.rounds,
             )
             timed = [(c, s) for c, (s, _) in zip(runs, got, strict=True) if s is not None]
             case = f"P={P} {'x'.join(map(str, shape))}"

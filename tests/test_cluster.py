@@ -326,3 +326,43 @@ def test_redistribution_on_a_cluster_prices_the_network(tmp_path):
     # off the cluster the order may split the nodes' mesh ranks (0, 2, 1, 3): fewer words
     assert plain.ranks == (0, 2, 1, 3) and slow.ranks == (0, 1, 2, 3)
     assert plain.words < slow.words
+
+
+def test_emulated_links_price_the_dearer_of_the_link_and_this_machine(tmp_path):
+    """Emulated links (distmm run --emulate-links) hold messages that really moved on this
+    machine: each operation and each move costs at least what the profile prices it at and at
+    least the link's time; links of a real cluster are priced by the links alone."""
+    import json
+    from dataclasses import replace
+
+    from bench.model import Profile, plan_moves, predict, price_moves, schedule
+    from layouts.endpoints import user_layouts
+
+    prof = Profile.load(_profile(tmp_path, 110e-6, "slow.json"))  # dear messages here
+    f = tmp_path / "net.json"
+    tree = parse_topology("cluster:2,2")
+    summa = get("summa")
+    plan = summa.plan((256, 256, 256), 4, grid=(2, 2))
+    events = schedule(summa, plan, 0, np.float32, default_binding(plan.mesh, tree), tree)
+    mesh = predict(events, prof, "float32", 4).seconds
+    users = user_layouts(dict.fromkeys("ABC", "cols"), plan.shape, 4)
+    here = price_moves(plan_moves(users, plan), 4, prof, 4, 4, relabel=False)
+    for bandwidth, link_wins in ((1e12, False), (1e6, True)):  # a link far faster, far slower
+        f.write_text(json.dumps({"node": {"alpha": 1e-9, "bandwidth": bandwidth}}))
+        real = LinkModel.load(str(f), tree)
+        emulated = replace(real, emulated=True)
+        seconds = {
+            lm.emulated: predict(events, prof, "float32", 4, links=lm).seconds
+            for lm in (real, emulated)
+        }
+        moved = {
+            lm.emulated: price_moves(plan_moves(users, plan), 4, prof, 4, 4, False, lm).seconds
+            for lm in (real, emulated)
+        }
+        assert seconds[True] >= seconds[False] and moved[True] >= moved[False]
+        if link_wins:  # held to the link: the emulation costs what the cluster would
+            assert seconds[True] == pytest.approx(seconds[False])
+            assert moved[True] == pytest.approx(moved[False])
+        else:  # this machine's messages are the dearer: priced as on a plain mesh
+            assert seconds[True] == pytest.approx(mesh) and seconds[False] < mesh
+            assert moved[True] == pytest.approx(here.seconds) and moved[False] < here.seconds

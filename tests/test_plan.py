@@ -7,7 +7,7 @@ from launch import distmm
 
 from algorithms import ALGORITHMS, get
 from bench.model import Profile
-from bench.planner import candidates, plan_chain, recommend, run_set
+from bench.planner import candidates, measure, plan_chain, recommend, run_set
 from bench.units import parse_bytes
 
 
@@ -44,6 +44,28 @@ def test_run_set_measures_distinct_predictions(profile_file):
         return c
 
     assert one("summa25d", "2x2x1").seconds == one("summa", "2x2").seconds
+
+
+def test_measure_in_rounds_runs_the_candidates_in_turn(profile_file):
+    """`plan --run --rounds 3`: each candidate once per round, in turn, its median kept; one
+    that fails is not run again and says why."""
+    cands = candidates((256, 256, 256), 4, Profile.load(profile_file))[:3]
+    argvs = [tuple(c.run_args((256, 256, 256), "float32")) for c in cands]
+    assert len(set(argvs)) == 3
+    order = []
+
+    class Stub:  # runs 2-4 meet a slow spell of the machine; the third candidate dies once
+        def run_json(self, P, argv, timeout):
+            n, which = len(order), argvs.index(tuple(argv[:-3]))  # less --json --repeat R
+            order.append(which)
+            if which == 2 and n > 2:
+                return None, "killed"
+            return {"seconds": 10.0 if n in (2, 3, 4) else 1.0, "verified": True}, ""
+
+    got = measure(cands, (256, 256, 256), 4, "float32", 1, launcher=Stub(), rounds=3)
+    assert order == [0, 1, 2, 0, 1, 2, 0, 1]  # in turn; the failed one not again
+    assert got[0] == (1.0, "") and got[1] == (1.0, "")  # medians of (1, 10, 1)
+    assert got[2] == (None, "killed")
 
 
 def test_pareto_front_is_non_dominated(profile_file):

@@ -59,11 +59,15 @@ PRESETS_OF = {
 
 @dataclass(frozen=True)
 class LinkModel:
-    """{level: (alpha s, bandwidth B/s, lanes)} and the tree it describes."""
+    """{level: (alpha s, bandwidth B/s, lanes)} and the tree it describes. ``emulated``: the
+    links are held on one machine (``distmm run --emulate-links``): every message really moves
+    there and is then held until the link's time has passed, so it takes the longer of the two
+    (bench/model/walk.py prices it so)."""
 
     levels: tuple[tuple[str, tuple[float, float, int] | None], ...]  # outermost first
     tree: AbstractMesh
     name: str = ""
+    emulated: bool = False
 
     @classmethod
     def load(cls, spec: str, tree: AbstractMesh) -> LinkModel:

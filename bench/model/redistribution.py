@@ -56,8 +56,9 @@ def pairs_seconds(
     packing, unpacking and keeping at the profile's copy bandwidth, slowed as GEMMs are where
     ranks share cores, the busiest rank's time. With ``links`` (a cluster's network:
     topology.links.LinkModel, job rank = tree rank) the messages crossing a priced level are
-    priced by the links instead (LinkModel.exchange), the two parts running at once. Nothing
-    moving between ranks costs nothing."""
+    priced by the links instead (LinkModel.exchange), the two parts running at once; emulated
+    links (LinkModel.emulated) are held after the messages really moved here, so those are
+    priced both ways and the dearer counts. Nothing moving between ranks costs nothing."""
     src, dst, count = (np.asarray(x, np.int64) for x in (src, dst, count))
     off = src != dst
     if not count[off].any():
@@ -65,7 +66,8 @@ def pairs_seconds(
     net = np.zeros_like(off)
     if links is not None:
         net = off & links.crosses(src, dst)
-    local = off & ~net
+    # emulated links hold messages that really move on this machine: they count here too
+    local = off if links is not None and links.emulated else off & ~net
     at = profile.at(ranks_per_node)
     if at.alltoallv is not None:
         per_core = max(ranks_per_node / profile.cores, 1.0)

@@ -55,8 +55,11 @@ def predict(
     With ``links`` (topology.links.LinkModel) a communication event on a tree costs the link
     model's price at its ``phase_level`` (the highest level any member's message crosses) and is
     not slowed by oversubscription: it models the tree's links (or their emulation, which
-    sleeps and so overlaps computation even with more ranks than cores). A level the link model
-    leaves out (a cluster's ``local`` under a network preset) is priced by the profile."""
+    sleeps and so overlaps computation even with more ranks than cores). Emulated links
+    (``links.emulated``) hold a message that really moved on this machine: where the profile's
+    price of that is dearer than the link's, it is the price, and hides as the profile's does.
+    A level the link model leaves out (a cluster's ``local`` under a network preset) is priced
+    by the profile."""
     walk = Walk(profile, dtype, ranks_per_node, links)
     push = walk.push
     for e in events:
@@ -225,9 +228,13 @@ def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, l
         return profile.gemm_seconds(*e.shape, dtype) * slow, False
     if e.kind == "copy":
         return e.nbytes / profile.copy_bandwidth * slow, False
+    here = profile.collective(e.kind, e.nbytes, e.group) * profile.comm_scale
     if links is not None and links.models(e.phase_level):
-        return links.collective(e.kind, e.nbytes, e.group, e.phase_level), True
-    return profile.collective(e.kind, e.nbytes, e.group) * profile.comm_scale, overlap
+        d = links.collective(e.kind, e.nbytes, e.group, e.phase_level)
+        # emulated links hold messages that really move on this machine: the dearer counts
+        if not links.emulated or d >= here:
+            return d, True
+    return here, overlap
 
 
 __all__ = ["Prediction", "Stop", "Walk", "barrier_seconds", "communication_seconds", "predict"]
