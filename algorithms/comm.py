@@ -14,7 +14,7 @@ A symbolic Comm touches no buffer memory: its buffers and results are placeholde
 
 Non-blocking operations return a :class:`Pending`; its ``wait()`` appends a ``wait`` event naming
 the operation. On a machine hierarchy (a mesh with a binding, topology/tree.py) events carry
-their levels; with ``links`` and ``emulate=True`` operations are held to the links' time.
+their levels; with emulated ``links`` (LinkModel.emulated) operations are held to the links' time.
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ class Comm:
         compute: bool = True,
         tracer=None,
         links=None,
-        emulate: bool = False,
         fault=None,
     ):
         self.mesh = mesh
@@ -56,9 +55,9 @@ class Comm:
         self.binding = getattr(mesh, "binding", None)
         self.tree = getattr(mesh, "tree", None)
         self.links = links  # topology.links.LinkModel
-        self.emulate = bool(emulate and links is not None and execute)
         self.levels = TreeLevels(mesh) if self.binding is not None else None
-        self.clock = LinkClock(self.levels, links) if self.emulate else None
+        emulate = links is not None and links.emulated and execute
+        self.clock = LinkClock(self.levels, links) if emulate else None
         self.execute = execute
         self.compute = compute  # False with execute=False: record the schedule only (the model)
         self.tracer = tracer

@@ -137,10 +137,8 @@ def candidates(
     plus the redistributions from and to the user's layouts (bench/plan_ranking.py). With
     ``keep``, only the ``keep`` fastest and the Pareto front are certain to be there (and are
     exact): candidates provably in neither are left out, their loops stopped early
-    (bench/model/search.py); the Ranking's ``pruned`` counts them. ``emulated``: the links
-    emulated on this machine (distmm run --emulate-links), priced as such runs are
-    (LinkModel.emulated), and a cluster's ranks all sharing these cores rather than its
-    nodes'."""
+    (bench/model/search.py); the Ranking's ``pruned`` counts them. ``emulated``: priced as
+    runs emulating the links here are (LinkModel.emulated; a cluster's ranks share this node)."""
     tree = links = None
     if topology != "mesh":
         from topology.links import LinkModel
@@ -298,14 +296,17 @@ def measure(
         for i, c in enumerate(cands):
             if runs[i] is None:
                 continue
-            argv = [*c.run_args(shape, dtype, topology, emulate_links), "--json", "--repeat"]
-            rec, why = launcher.run_json(P, [*argv, str(repeat)], timeout)
+            argv = c.run_args(shape, dtype, topology, emulate_links)
+            rec, why = launcher.run_json(P, [*argv, "--json", "--repeat", str(repeat)], timeout)
             if rec is None:
                 runs[i], notes[i] = None, why
             else:
                 runs[i].append(rec["seconds"])
                 notes[i] = notes[i] or ("" if rec["verified"] else "NOT VERIFIED")
-    return [(t and float(np.median(t)), n) for t, n in zip(runs, notes, strict=True)]
+    return [
+        (None if t is None else float(np.median(t)), note)
+        for t, note in zip(runs, notes, strict=True)
+    ]
 
 
 # -- chains ----------------------------------------------------------------------------------

@@ -206,9 +206,9 @@ def run_plan(
             blocks[name] = generate_block(user.layout, coords, seed, dtype)
     if hit:
         hit("setup")
-    comm = Comm(mesh, tracer=tracer, links=links, emulate=links is not None, fault=hit)
+    comm = Comm(mesh, tracer=tracer, links=links, fault=hit)
     if end_to_end:
-        io = Comm(mesh, tracer=tracer, links=links, emulate=links is not None)
+        io = Comm(mesh, tracer=tracer, links=links)
         pipeline = Pipeline(module, plan, mesh, world, e2e, io, comm, blocks)
         times, c = _timed(pipeline, [comm, io], world, warmup, reps, tracer, delay)
         state = pipeline.state

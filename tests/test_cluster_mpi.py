@@ -4,6 +4,7 @@ emulation holding messages between nodes (not those inside a node) to the networ
 Runs under mpiexec -n 4 with ``--only-mpi`` (other sizes skip)."""
 
 import json
+from dataclasses import replace
 
 import pytest
 from mpi4py import MPI
@@ -33,7 +34,7 @@ def test_cluster_placement_and_emulation(topo, tmp_path_factory):
         path = tmp_path_factory.mktemp("net") / "slow.json"
         path.write_text(json.dumps({"node": {"alpha": ALPHA, "bandwidth": 1e12}}))
     path = MPI.COMM_WORLD.bcast(str(path) if path else None, root=0)
-    links = LinkModel.load(path, tree)
+    links = replace(LinkModel.load(path, tree), emulated=True)  # as `run --emulate-links`
     try:
         assert mesh.rank == MPI.COMM_WORLD.Get_rank()
         assert mesh.coords == plan.mesh.coords(mesh.rank)  # rank r is algorithm rank r
@@ -55,7 +56,8 @@ def _slow_links(tree, tmp_path_factory, alpha=ALPHA):
     if MPI.COMM_WORLD.Get_rank() == 0:
         path = tmp_path_factory.mktemp("net") / "slow.json"
         path.write_text(json.dumps({"node": {"alpha": alpha, "bandwidth": 1e12}}))
-    return LinkModel.load(MPI.COMM_WORLD.bcast(str(path) if path else None, root=0), tree)
+    links = LinkModel.load(MPI.COMM_WORLD.bcast(str(path) if path else None, root=0), tree)
+    return replace(links, emulated=True)  # as `run --emulate-links` holds them
 
 
 def _run_e2e(name, specs, tree, links):

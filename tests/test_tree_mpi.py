@@ -2,6 +2,8 @@
 
 Runs under mpiexec -n 8 with ``--only-mpi`` (other sizes skip)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from mpi4py import MPI
@@ -47,7 +49,7 @@ def test_algorithms_on_every_binding(algo):
 
     module = get(algo)
     plan = module.plan((24, 20, 16), 8)
-    links = LinkModel.load("flat", TREE)
+    links = replace(LinkModel.load("flat", TREE), emulated=True)  # as `run --emulate-links`
     for b in bindings(plan.mesh, TREE):
         mesh = Mesh(plan.mesh, MPI.COMM_WORLD, binding=b, tree=TREE)
         try:
