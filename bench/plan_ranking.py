@@ -12,39 +12,16 @@ and mesh (overlap, panel and pace variants).
 
 from __future__ import annotations
 
-import math
+from layouts.transfer import overlap_pairs
 
 from .model import Profile, plan_moves, price_moves
 from .model.bound import words_bound
-
-
-def lower_bound_seconds(
-    plan, users: dict, profile: Profile, itemsize: int, rpn: int, links=None
-) -> float:
-    """Seconds no redistribution into ``plan``'s layouts can beat: for A and B, the elements an
-    average rank needs (its replicated copies included) beyond the largest user block, at the
-    cheapest bandwidth a byte can take (the node's, or a priced link's)."""
-    beta = profile.at(rpn).byte_seconds()
-    if links is not None:
-        from topology.hierarchy import levels_of
-
-        priced = [links.alpha_beta(lv)[1] for lv in levels_of(links.tree) if links.models(lv)]
-        beta = min([beta, *priced])
-    words = 0.0
-    for name in ("A", "B"):
-        user = users[name]
-        if user.native:
-            continue
-        layout, mesh = getattr(plan, name), plan.mesh
-        copies = math.prod(mesh.sizes[lv] for lv in layout.replicated_levels(mesh.sizes))
-        need = math.prod(layout.logical_shape) * copies / plan.P
-        words += max(0.0, need - math.prod(user.layout.block_shape))
-    return words * itemsize * beta
+from .model.move_bound import overlap_bound, shape_bound
 
 
 class Redistributions:
     """The redistributions of candidates from and to the user's layouts, priced once per native
-    layouts and mesh."""
+    layouts and mesh: bounded from the shapes, then from the overlaps, then exactly."""
 
     def __init__(
         self, users: dict, profile: Profile, itemsize: int, rpn: int, relabel: bool, links=None
@@ -53,18 +30,17 @@ class Redistributions:
         self.rpn, self.relabel, self.links = rpn, relabel, links
         self.specs = {n: u.spec for n, u in users.items()}
         self.prices: dict = {}
+        self.overlaps: dict = {}  # key -> (moves, their overlaps, the bound from them)
+
+    def _args(self, P: int) -> tuple:
+        return (P, self.profile, self.itemsize, self.rpn)
 
     def price(self, plan):
-        key = (str(plan.A), str(plan.B), str(plan.C), str(plan.mesh))
+        key = _key(plan)
         if key not in self.prices:
+            all_moves, overlaps, _ = self._overlaps(plan)
             self.prices[key] = price_moves(
-                plan_moves(self.users, plan),
-                plan.P,
-                self.profile,
-                self.itemsize,
-                self.rpn,
-                self.relabel,
-                self.links,
+                all_moves, *self._args(plan.P), self.relabel, self.links, overlaps
             )
         return self.prices[key]
 
@@ -72,9 +48,21 @@ class Redistributions:
         return self.price(plan).seconds
 
     def lower_bound(self, plan) -> float:
-        return lower_bound_seconds(
-            plan, self.users, self.profile, self.itemsize, self.rpn, self.links
-        )
+        """From the shapes alone (bench/model/move_bound.py)."""
+        return shape_bound(plan_moves(self.users, plan), *self._args(plan.P), self.links)
+
+    def overlap_bound(self, plan) -> float:
+        """From the overlaps, before relabelling (bench/model/move_bound.py)."""
+        return self._overlaps(plan)[2]
+
+    def _overlaps(self, plan) -> tuple:
+        key = _key(plan)
+        if key not in self.overlaps:
+            all_moves = plan_moves(self.users, plan)
+            overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
+            bound = overlap_bound(all_moves, overlaps, *self._args(plan.P), self.links)
+            self.overlaps[key] = (all_moves, overlaps, bound)
+        return self.overlaps[key]
 
     def describe(self, c) -> None:
         """Set candidate ``c``'s redistribution fields (its kernel fields are set)."""
@@ -85,10 +73,14 @@ class Redistributions:
         c.words += p.words
 
 
+def _key(plan) -> tuple[str, ...]:
+    return (str(plan.A), str(plan.B), str(plan.C), str(plan.mesh))
+
+
 def set_words(cands: list, shape, P: int, itemsize: int) -> None:
     """Each candidate's lower bound on words per rank for its memory (bench/model/bound.py)."""
     for c in cands:
         c.bound = words_bound(shape, P, c.memory / itemsize)
 
 
-__all__ = ["Redistributions", "lower_bound_seconds", "set_words"]
+__all__ = ["Redistributions", "set_words"]

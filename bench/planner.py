@@ -202,8 +202,8 @@ def candidates(
                     )
                     if moves is not None:
                         extra = partial(moves.seconds, plan)
-                        bound = moves.lower_bound(plan)
-                        jobs.append(Job(run, mem, extra, bound))
+                        refine = partial(moves.overlap_bound, plan)
+                        jobs.append(Job(run, mem, extra, moves.lower_bound(plan), refine))
                     else:
                         jobs.append(Job(run, mem))
     out = Ranking()

@@ -18,9 +18,9 @@ import numpy as np
 from topology.mesh import AbstractMesh
 
 from .named import user_layout
-from .relabel import Relabelling, relabel
+from .relabel import Relabelling, relabel_pairs
 from .tensorlayout import TensorLayout
-from .transfer import exchange_counts, overlap_counts
+from .transfer import exchange_counts, overlap_pairs
 
 NATIVE = "native"
 MATRICES = {"A": (0, 1), "B": (1, 2), "C": (0, 2)}  # the dimensions of (M, K, N) each spans
@@ -98,19 +98,26 @@ def moves(users: Mapping[str, UserLayout], native: Mapping[str, tuple]) -> list[
     return out
 
 
-def relabelling(all_moves: Sequence[Move], P: int, itemsize: int = 1, nodes=None) -> Relabelling:
+def relabelling(
+    all_moves: Sequence[Move], P: int, itemsize: int = 1, nodes=None, overlaps=None
+) -> Relabelling:
     """The order of the native mesh on the job's ranks that keeps the most elements of all
-    ``all_moves`` in place (one assignment for A, B and C together); ``nodes``: each job
-    rank's node on a cluster, to keep each node's mesh ranks together (layouts.relabel)."""
+    ``all_moves`` in place (one assignment for A, B and C together; layouts.relabel.
+    relabel_pairs, from the sparse overlaps: the run and the model choose it alike, at any P);
+    ``nodes``: each job rank's node on a cluster, to keep each node's mesh ranks together;
+    ``overlaps``: the moves' layouts.transfer.overlap_pairs, if already computed."""
     if not all_moves:
         return Relabelling(tuple(range(P)), 0, 0)
-    kept = np.zeros((P, P), np.int64)  # [job rank, native mesh rank]
-    needed = np.zeros(P, np.int64)
-    for m in all_moves:
-        H, need = overlap_counts(m.src, m.src_mesh, m.dst, m.dst_mesh)
-        kept += H if m.into else H.T  # out: H[native s, user t], kept when s runs on t
-        needed += need
-    return relabel(kept, needed, itemsize, nodes)
+    if overlaps is None:
+        overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
+    jobs, natives, kept = [], [], []
+    for m, (s, d, count, _) in zip(all_moves, overlaps, strict=True):
+        jobs.append(s if m.into else d)  # out: s is the native rank, d the user's
+        natives.append(d if m.into else s)
+        kept.append(count)
+    total = sum(int(o[3].sum()) for o in overlaps)
+    job, native = np.concatenate(jobs), np.concatenate(natives)
+    return relabel_pairs(job, native, np.concatenate(kept), total, P, itemsize, nodes)
 
 
 def move_counts(move: Move, ranks: Sequence[int] | None = None) -> np.ndarray:

@@ -242,7 +242,7 @@ def overlap_pairs(
             real = (sh[:, k] >= 0)[:, None] & (dh >= 0)
             pairs.append(((sbase + sh[:, k])[:, None] * P + d)[real])
             counts.append(w[real])
-    pair, inverse = np.unique(np.concatenate(pairs), return_inverse=True)
+    pair, inverse = unique_inverse(np.concatenate(pairs))
     total = np.bincount(inverse, np.concatenate(counts), minlength=pair.size)
     return pair // P, pair % P, np.rint(total).astype(np.int64), needed
 
@@ -304,6 +304,20 @@ def _holds(table: np.ndarray, base, res, rank) -> np.ndarray:
     return ok & table[res, np.where(ok, off, 0)]
 
 
+def unique_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(keys, return_inverse=True) for 1-D ``keys``, by a stable sort: the keys come
+    in sorted runs (pairs by block, moves one after another), which it merges where np.unique's
+    quicksort does not notice them (overlaps at P = 8192: 1.75 times faster)."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    first = np.empty(ordered.size, bool)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    inverse = np.empty(ordered.size, np.intp)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse
+
+
 def _unique_rows(parts: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """np.unique(parts, axis=0) for non-negative int rows, with each one's summed ``weights``
     (int64): each row packed into one integer first (a 1-D unique sorts many times faster)."""
@@ -311,7 +325,7 @@ def _unique_rows(parts: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np
     if float(np.prod(radix.astype(float))) >= 2**62:
         keys, inverse = np.unique(parts, axis=0, return_inverse=True)
     else:
-        packed, inverse = np.unique(np.ravel_multi_index(parts.T, radix), return_inverse=True)
+        packed, inverse = unique_inverse(np.ravel_multi_index(parts.T, radix))
         keys = np.stack(np.unravel_index(packed, radix), axis=1)
     counts = np.bincount(inverse.ravel(), weights, minlength=len(keys))
     return keys.astype(np.int64), np.rint(counts).astype(np.int64)

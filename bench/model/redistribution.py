@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from layouts.endpoints import Move, UserLayout, move_counts, moves
+from layouts.endpoints import Move, UserLayout, move_counts, moves, relabelling
 from layouts.redistribute import placement
-from layouts.relabel import Relabelling
 from layouts.tensorlayout import TensorLayout
 from layouts.transfer import exchange_counts, overlap_pairs
 from topology.hierarchy import nodes_of
@@ -172,22 +171,25 @@ def price_moves(
     ranks_per_node: int,
     relabel: bool = True,
     links=None,
+    overlaps=None,
 ) -> MovePrice:
     """:func:`move_seconds` with the relabelling an end-to-end run makes (unless ``relabel`` is
     False), and the words the moves make the busiest rank send or receive.
 
     Computed from the sparse overlaps (layouts.transfer.overlap_pairs), never a P x P array,
     where it can be: a source with one holder per element sends exactly its overlaps (others:
-    layouts.endpoints.move_counts), and the relabelling is :func:`_sparse_relabelling` (on a
-    cluster, ``links``, the one that keeps each node's mesh ranks together, as the run's)."""
+    layouts.endpoints.move_counts), and the relabelling is the run's (layouts.endpoints.
+    relabelling; on a cluster, ``links``, the one that keeps each node's mesh ranks together).
+    ``overlaps``: the moves' overlap_pairs, if already computed."""
     if not all_moves:
         return MovePrice(0.0, 0.0, 0, None, 0)
     barrier = phase_barrier(P, profile, ranks_per_node, links)
-    overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
+    if overlaps is None:
+        overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
     found = None
     if relabel:
         nodes = None if links is None else nodes_of(links.tree)
-        found = _sparse_relabelling(all_moves, overlaps, P, itemsize, nodes)
+        found = relabelling(all_moves, P, itemsize, nodes, overlaps)
     ranks = found.ranks if found is not None else None
     pi = np.arange(P) if ranks is None else np.asarray(ranks, np.int64)
     phases = {True: 0.0, False: 0.0}
@@ -203,133 +205,6 @@ def price_moves(
         words += int(_busiest(src[off], dst[off], c[off], P)[1].max(initial=0))
     saved = found.bytes_saved if found is not None else 0
     return MovePrice(phases[True] + barrier, phases[False], words, ranks, saved, barrier)
-
-
-_EDGES_PER_RANK = 8
-
-
-def _sparse_relabelling(all_moves, overlaps, P: int, itemsize: int, nodes=None) -> Relabelling:
-    """layouts.endpoints.relabelling from the sparse overlaps: each native rank on the job rank
-    holding most of what it needs (summed over the moves) when those differ (then optimal),
-    else a maximum-weight matching on the overlapping pairs (:func:`_matching`). With more than
-    4 _EDGES_PER_RANK pairs per rank (P = 4096 and 1-D layouts), only each native rank's
-    _EDGES_PER_RANK heaviest pairs: optimal unless a native rank's best free job rank is not
-    among them (such spread overlaps keep little in place anyway). With ``nodes`` (a cluster:
-    each job rank's node) each node's block of native ranks stays together, as in
-    layouts.relabel (:func:`_node_blocks`). The identity is kept where it is no worse."""
-    jobs, natives, kept = [], [], []
-    total = 0
-    for m, (s, d, c, needed) in zip(all_moves, overlaps, strict=True):
-        jobs.append(s if m.into else d)  # [job rank, native mesh rank]
-        natives.append(d if m.into else s)
-        kept.append(c)
-        total += int(needed.sum())
-    key, inverse = np.unique(
-        np.concatenate(jobs) * P + np.concatenate(natives), return_inverse=True
-    )
-    weight = np.bincount(inverse, np.concatenate(kept), minlength=key.size)
-    job, native = key // P, key % P
-    kept_identity = int(np.rint(weight[job == native].sum()))
-    if nodes is not None:
-        nodes = np.asarray(nodes)
-        on = nodes[job] == nodes[native]
-        identity = (int(np.rint(weight[on].sum())), kept_identity)
-        out = _node_blocks(job, native, weight, P, nodes)
-        on = nodes[job] == nodes[out[native]]
-        here = job == out[native]
-        best = (int(np.rint(weight[on].sum())), int(np.rint(weight[here].sum())))
-    else:
-        identity = (0, kept_identity)
-        best_job, best_native = _heaviest(job, native, weight, P)
-        out = _filled(best_job, best_native, P)  # natives overlapping nothing: any rank
-        chosen = np.searchsorted(job * P + native, best_job * P + best_native)  # present
-        best = (0, int(np.rint(weight[chosen].sum())))
-    if best <= identity:
-        ranks = tuple(range(P))
-        best = identity
-    else:
-        ranks = tuple(int(r) for r in out)
-    return Relabelling(ranks, (total - identity[1]) * itemsize, (total - best[1]) * itemsize)
-
-
-def _top(group: np.ndarray, weight: np.ndarray, P: int) -> np.ndarray:
-    """Indices of the pairs to match: all of them, or with more than 4 _EDGES_PER_RANK per
-    rank each ``group``'s _EDGES_PER_RANK heaviest."""
-    order = np.lexsort((-weight, group))
-    if order.size <= 4 * _EDGES_PER_RANK * P:
-        return order
-    rank_in = np.arange(order.size) - np.searchsorted(group[order], group[order])
-    return order[rank_in < _EDGES_PER_RANK]
-
-
-def _heaviest(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:
-    """(job ranks, native ranks) keeping the most in place: each native rank on a job rank it
-    overlaps most, all distinct, where that can be (a maximum matching of the pairs of largest
-    weight per native rank, Hopcroft-Karp, that covers every native rank: no order keeps
-    more), else :func:`_matching`. Layouts tie often (at P = 8192 from block layouts, three
-    of eight plans of 8192^3 match this way in 1-8 ms each, against 0.3-0.45 s)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import maximum_bipartite_matching
-
-    most = np.zeros(P)
-    np.maximum.at(most, native, weight)
-    top = weight == most[native]  # exact: weights are sums of element counts
-    ties = coo_matrix((np.ones(int(top.sum())), (native[top], job[top])), shape=(P, P))
-    matched = maximum_bipartite_matching(ties.tocsr(), perm_type="column")
-    natives = np.flatnonzero(np.bincount(native, minlength=P))
-    if (matched[natives] >= 0).all():
-        return matched[natives], natives
-    keep = _top(native, weight, P)
-    return _matching(job[keep], native[keep], weight[keep], P)
-
-
-def _node_blocks(job, native, weight, P: int, nodes: np.ndarray) -> np.ndarray:
-    """layouts.relabel's order on a cluster from the weighted pairs (job rank, native rank):
-    each node's block of native ranks (d with nodes[d] == n) on the node holding the most of
-    what it needs, then inside each node the :func:`_heaviest` order of its ranks."""
-    n_nodes = int(nodes.max()) + 1
-    key, inverse = np.unique(nodes[job] * n_nodes + nodes[native], return_inverse=True)
-    on = np.bincount(inverse, weight, minlength=key.size)
-    host, block = _heaviest(key // n_nodes, key % n_nodes, on, n_nodes)
-    where = _filled(host, block, n_nodes)  # block n runs on node where[n]
-    inside = nodes[job] == where[nodes[native]]
-    ranks, natives = _heaviest(job[inside], native[inside], weight[inside], P)
-    return _filled(ranks, natives, P, where[nodes], nodes)
-
-
-def _filled(to, of, n: int, want=None, has=None) -> np.ndarray:
-    """out[i]: ``to[k]`` where ``of[k] == i``, the others of 0 .. n-1 on the free ones; with
-    ``want`` and ``has``, i only on a free one s with has[s] == want[i] (each group has as many
-    free as unplaced)."""
-    out = np.full(n, -1, np.int64)
-    out[of] = to
-    unplaced = np.flatnonzero(out < 0)
-    free = np.setdiff1d(np.arange(n), to)
-    if want is not None:
-        unplaced = unplaced[np.argsort(want[unplaced], kind="stable")]
-        free = free[np.argsort(has[free], kind="stable")]
-    out[unplaced] = free
-    return out
-
-
-def _matching(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:
-    """(job ranks, native ranks) of a maximum-weight matching over the weighted pairs, by
-    scipy's sparse assignment (LAPJVsp) on a 2P x 2P graph that makes it perfect: rows are job
-    ranks and one spare per native rank, columns native ranks and one spare per job rank; a
-    job rank may take its spare (unmatched), a native rank its spare, and a native's spare the
-    job's spare wherever the pair is an edge. Every edge weighs 1 more than its overlap, so each
-    perfect matching's weight is its overlap plus 2P."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import min_weight_full_bipartite_matching
-
-    spare = np.arange(P)
-    rows = np.concatenate([job, spare, P + spare, P + native])
-    cols = np.concatenate([native, P + spare, spare, P + job])
-    data = np.concatenate([weight + 1.0, np.ones(2 * P), np.ones(job.size)])
-    graph = coo_matrix((data, (rows, cols)), shape=(2 * P, 2 * P)).tocsr()
-    _, match = min_weight_full_bipartite_matching(graph, maximize=True)
-    real = (np.arange(2 * P) < P) & (match < P)
-    return np.nonzero(real)[0], match[real]
 
 
 def plan_moves(users: dict[str, UserLayout], plan) -> list[Move]:

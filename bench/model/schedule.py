@@ -18,7 +18,7 @@ from algorithms.events import Event
 from algorithms.symbolic import placeholder
 
 from .profile import Profile
-from .walk import Prediction, Stop, Walk
+from .walk import Prediction, Stop, Walk, barrier_seconds
 
 
 def schedule(
@@ -81,7 +81,8 @@ def price(
     ranks per node and links (bench/model/walk.py).
 
     Certain to exceed: the walk's time so far plus the GEMMs still to come, priced at the
-    profile's cheapest rate per flop; every rank computes at least its share ``plan.flops / P``
+    profile's cheapest rate per flop, or the messages in flight ending if later, then the
+    closing barrier (Walk.bound); every rank computes at least its share ``plan.flops / P``
     of the product (with padding, more; tests/test_plan_speed.py holds this for every algorithm).
     """
     name = np.dtype(dtype).name
@@ -100,6 +101,7 @@ def price(
         least_events=least_events,
         pause=pause,
     )
+    walk.closing = barrier_seconds(walk.profile, plan.P, links)
     if pause is None and walk.bound() > limit:  # its GEMMs alone lose: no loop to run
         return Pruned(walk.bound(), 0, True)
     comm, prepared = _symbolic(algorithm, plan, rank, dtype, binding, tree, cache)

@@ -36,12 +36,14 @@ GROWTH = 1.25
 class Job:
     """One candidate: ``price(limit=, least_events=, max_events=, pause=)`` returns a
     Prediction or a Pruned (bench.model.schedule.price with everything else bound);
-    ``extra()`` the exact extra time (None: 0), at least ``extra_bound``."""
+    ``extra()`` the exact extra time (None: 0), at least ``extra_bound``; ``refine()`` (if
+    given) a tighter bound on it, dearer than ``extra_bound`` and cheaper than ``extra()``."""
 
     price: Callable[..., Prediction | Pruned]
     memory: int
     extra: Callable[[], float] | None = None
     extra_bound: float = 0.0
+    refine: Callable[[], float] | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ def _best_first(jobs: Sequence[Job], walks: list[Resumable], keep: int) -> list[
     kernel: list[Prediction | None] = [None] * len(jobs)
     extra: list[float | None] = [None if j.extra else 0.0 for j in jobs]
     walked = [0] * len(jobs)
+    low = [j.extra_bound for j in jobs]  # the best bound on each extra so far
+    refined = [j.refine is None for j in jobs]
     heap = [(j.extra_bound, j.memory, i) for i, j in enumerate(jobs)]
     heapq.heapify(heap)
     done, least, kth = 0, math.inf, math.inf  # exact ones popped, their least memory, key
@@ -84,7 +88,7 @@ def _best_first(jobs: Sequence[Job], walks: list[Resumable], keep: int) -> list[
             continue  # slower than `keep` others (ties kept) and than one needing no more memory
         job = jobs[i]
         if kernel[i] is None:
-            others = job.extra_bound if extra[i] is None else extra[i]
+            others = low[i] if extra[i] is None else extra[i]
             w = walked[i]
             until = max(w + STRETCH_EVENTS, math.ceil(w * GROWTH)) if w else PROBE_EVENTS
             r = walks[i].advance(heap[0][0] - others if heap else math.inf, until)
@@ -95,6 +99,10 @@ def _best_first(jobs: Sequence[Job], walks: list[Resumable], keep: int) -> list[
                 walked[i] = r.events
                 bound = r.at_least + others
             heapq.heappush(heap, (bound, memory, i))
+        elif not refined[i]:
+            refined[i] = True
+            low[i] = max(low[i], job.refine())
+            heapq.heappush(heap, (kernel[i].seconds + low[i], memory, i))
         elif extra[i] is None:
             extra[i] = job.extra()
             heapq.heappush(heap, (kernel[i].seconds + extra[i], memory, i))

@@ -113,10 +113,14 @@ class Walk:
         self.limit, self.share, self.per_flop = limit, share, per_flop
         self.max_events, self.least_events, self.pause = max_events, least_events, pause
         self.by_limit = False
+        self.closing = 0.0  # the barrier close() ends with, where a bound may count it
 
     def bound(self) -> float:
-        """The prediction is at least this (given the ``share`` and ``per_flop`` promised)."""
-        return self.t + max(self.share - self.flops, 0) * self.per_flop
+        """The prediction is at least this (given the ``share`` and ``per_flop`` promised): the
+        time so far and the GEMMs still to come, or the messages in flight ending, whichever is
+        later, then the closing barrier (``closing``: :meth:`close` waits for both)."""
+        gemms = self.t + max(self.share - self.flops, 0) * self.per_flop
+        return max(gemms, self.channel) + self.closing
 
     def push(self, e: Event) -> None:
         kinds = self.kinds
@@ -155,7 +159,9 @@ class Walk:
                 self.t = self.channel = self.done[i] = start + d
         if (
             self.t != t
-            and self.t + max(self.share - self.flops, 0) * self.per_flop > self.limit
+            and max(self.t + max(self.share - self.flops, 0) * self.per_flop, self.channel)
+            + self.closing
+            > self.limit
             and i >= self.least_events - 1
         ):
             self.by_limit = True  # (the bound, inlined: this runs once per event)

@@ -1,0 +1,155 @@
+"""Lower bounds on what an end-to-end run's moves cost (bench/model/redistribution.py prices
+them exactly), whatever the relabelling, so that the planner's search (search.py) prices a
+candidate's redistribution exactly only when the candidate is a contender.
+
+Pricing a move exactly counts the elements every pair of ranks exchanges (the overlaps) and
+solves the relabelling's assignment problem; at P = 8192 that is 10-600 ms per candidate's
+layouts, most of `distmm plan`'s time. Two bounds come cheaper: :func:`shape_bound` from the
+layouts' shapes alone, and :func:`overlap_bound` from the overlaps without the relabelling
+(within 1-28% of the exact price on 8192^3 at P = 8192 from block layouts). Both price what a
+move cannot avoid as pairs_seconds prices a move (Profile.alltoallv_seconds: a start, and per
+rank messages, bytes and bytes copied, the larger of the mean rank's and the busiest one's
+shared among the ranks on a core), and the two barriers of a run with moves. On a real
+cluster's links (not emulated) messages may go between nodes, priced by the links: only the
+start and the copying are counted there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from layouts.endpoints import Move
+from layouts.redistribute import placement
+
+from .profile import Profile
+from .redistribution import phase_barrier
+
+
+def shape_bound(
+    all_moves: Sequence[Move], P: int, profile: Profile, itemsize: int, rpn: int, links=None
+) -> float:
+    """Seconds from the layouts' shapes: each move's start, its packing, unpacking and keeping
+    (every element needed, twice, whatever the order), and what the mean rank receives beyond
+    the most two ranks' blocks share (:func:`most_shared`), in as many messages as that takes."""
+    if not all_moves:
+        return 0.0
+    at = profile.at(rpn)
+    if at.alltoallv is None:
+        return _words_bound(all_moves, P, profile, itemsize, rpn, links)
+    per_core = _per_core(profile, rpn)
+    seconds = 2 * phase_barrier(P, profile, rpn, links)
+    for m in all_moves:
+        need = needed(m.dst, m.dst_mesh)
+        most = most_shared(m.src, m.dst)
+        if P * most >= need:
+            continue  # some order may keep everything: then nothing moves, nothing is priced
+        messages = received = 0.0
+        if _local(links):  # each rank hosting a native one keeps one source, the rest arrive
+            messages = max(1 / per_core, need / (P * most) - 1)
+            received = (need - P * most) / P * itemsize
+        copied = 2 * need / P * itemsize
+        seconds += at.alltoallv_seconds((messages, received, copied))
+    return seconds
+
+
+def most_shared(a, b) -> int:
+    """At most the elements a rank holding a block of layout ``a`` and one of ``b`` (same
+    tensor, any meshes) have in common: along each dimension a rank's elements at step 0
+    number at most its block's extent (TensorLayout.block_shape), so two blocks share at
+    most the smaller extent along each."""
+    return math.prod(min(x, y) for x, y in zip(a.block_shape, b.block_shape, strict=True))
+
+
+def overlap_bound(
+    all_moves: Sequence[Move],
+    overlaps: Sequence[tuple],
+    P: int,
+    profile: Profile,
+    itemsize: int,
+    rpn: int,
+    links=None,
+) -> float:
+    """Seconds from each move's overlaps (layouts.transfer.overlap_pairs: (src rank, dst rank,
+    count, needed)) before relabelling: in any order a rank keeps at most its largest overlap,
+    so it receives the rest of what it needs, in messages from all but one of its sources, and
+    (a source holding each element once) sends the rest of what it holds, to all but one of
+    its destinations. Which rank hosts which native rank is not known: the busiest rank is at
+    least the busiest of either side, the mean rank at least either side's mean."""
+    if not all_moves:
+        return 0.0
+    at = profile.at(rpn)
+    if at.alltoallv is None:
+        return _words_bound(all_moves, P, profile, itemsize, rpn, links)
+    per_core = _per_core(profile, rpn)
+    seconds = 2 * phase_barrier(P, profile, rpn, links)
+    for m, (s, d, count, need) in zip(all_moves, overlaps, strict=True):
+        _, sources, most = _side(d, count, P)
+        receive = np.maximum(need - most, 0.0)
+        if placement(m.src, m.src_mesh).holders.shape[1] == 1:
+            held, targets, most = _side(s, count, P)
+            send, into, out_of = held - most, np.maximum(sources - 1, 0), np.maximum(targets - 1, 0)
+        else:  # each element's source chosen among its holders: nothing known per source
+            held = send = out_of = np.zeros(P)
+            into = (receive > 0).astype(float)
+        if not receive.any() and not send.any():
+            continue  # some order may keep everything
+        loads = (0.0, 0.0)
+        if _local(links):
+            loads = (_load(into, out_of, per_core), _load(receive, send, per_core) * itemsize)
+        copied = max(2 * need.sum() / P, max(need.max(), held.max()) / per_core) * itemsize
+        seconds += at.alltoallv_seconds((*loads, copied))
+    return seconds
+
+
+def needed(layout, mesh) -> int:
+    """Elements every rank of ``mesh`` together needs in ``layout`` at step 0: each element
+    once per copy (padding and a partial sum's other coordinates need nothing)."""
+    copies = math.prod(mesh.sizes[lv] for lv in layout.replicated_levels(mesh.sizes))
+    return math.prod(layout.logical_shape) * copies
+
+
+def _side(rank, count, P: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per rank of one side of the pairs: (elements in all its pairs, its pairs, its largest)."""
+    total = np.bincount(rank, count, minlength=P)
+    most = np.zeros(P, count.dtype)  # of the counts' type: ufunc.at's fast path, not a cast
+    np.maximum.at(most, rank, count)
+    return total, np.bincount(rank, minlength=P).astype(float), most
+
+
+def _load(a: np.ndarray, b: np.ndarray, per_core: float) -> float:
+    """At least redistribution.loads' figure for per-rank amounts of which each rank has one of
+    ``a`` (as some native rank) and one of ``b`` (as itself), matched in an unknown order."""
+    return max(float(a.mean()), float(b.mean()), max(float(a.max()), float(b.max())) / per_core)
+
+
+def _per_core(profile: Profile, rpn: int) -> float:
+    return max(rpn / profile.cores, 1.0)
+
+
+def _local(links) -> bool:
+    """Whether every message is priced in the local loads (no links, or emulated ones)."""
+    return links is None or links.emulated
+
+
+def _words_bound(all_moves, P: int, profile: Profile, itemsize: int, rpn: int, links) -> float:
+    """For profiles without layout-change coefficients: the elements an average rank needs in
+    the moves in beyond the largest user block, at the cheapest bandwidth a byte can take (the
+    node's, or a priced link's)."""
+    beta = profile.at(rpn).byte_seconds()
+    if links is not None:
+        from topology.hierarchy import levels_of
+
+        priced = [links.alpha_beta(lv)[1] for lv in levels_of(links.tree) if links.models(lv)]
+        beta = min([beta, *priced])
+    words = sum(
+        max(0.0, needed(m.dst, m.dst_mesh) / P - math.prod(m.src.block_shape))
+        for m in all_moves
+        if m.into
+    )
+    return words * itemsize * beta
+
+
+__all__ = ["most_shared", "needed", "overlap_bound", "shape_bound"]
