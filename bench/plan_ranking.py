@@ -3,11 +3,12 @@ moving A and B from the user's layouts into the candidate's and C back out (pric
 block maps with COSTA's relabelling, bench/model/redistribution.py).
 
 Pricing a redistribution counts what every pair of ranks exchanges and solves the relabelling's
-assignment problem, up to about a second at P = 4096, so the planner's search
-(bench/model/search.py) prices one only when the candidate's lower bound, its kernel plus
-:meth:`Redistributions.lower_bound` (the data its replicated native layouts need beyond what a
-rank holds), makes it a contender; prices are shared by candidates with the same native layouts
-and mesh (overlap, panel and pace variants).
+assignment problem, 10-600 ms at P = 8192, so the planner's search (bench/model/search.py)
+bounds it first from the layouts' shapes (:meth:`Redistributions.lower_bound`), then, for
+candidates still in contention, from the overlaps before relabelling
+(:meth:`Redistributions.overlap_bound`; bench/model/move_bound.py), and prices it exactly only
+for those the tighter bound leaves in contention; everything is shared by candidates with the
+same native layouts and mesh (overlap, panel and pace variants).
 """
 
 from __future__ import annotations

@@ -4,11 +4,12 @@ The planner needs, exactly, the ``keep`` fastest candidates by key and the key/m
 front (the fastest plan within any memory budget is on it). A candidate's key is its kernel's
 predicted seconds plus an ``extra`` time (a redistribution from the user's layouts, say; 0 for
 native layouts), and both parts have cheap lower bounds: the kernel's walk (bench/model/walk.py)
-bounds it by the time walked so far plus the GEMMs still to come, and ``extra_bound`` bounds the
-extra. Candidates sit in a heap by their lower bound; the smallest is refined until it is exact:
-its kernel walked on (bench/model/resumable.py: the loop pauses, it is never run twice) until its
-bound passes the next candidate's, at least a quarter and 64 events further than before each time,
-from a 16-event probe, else its extra priced. An exact candidate popped is certainly the next best
+bounds it by the time walked so far plus the GEMMs still to come (Walk.bound), and
+``extra_bound`` bounds the extra, ``refine`` more tightly. Candidates sit in a heap by their lower
+bound; the smallest is refined until it is exact: its kernel walked on (bench/model/resumable.py:
+the loop pauses, it is never run twice) until its bound passes the next candidate's, at least a
+quarter and 64 events further than before each time, from a 16-event probe, else its extra
+bounded by ``refine``, else priced. An exact candidate popped is certainly the next best
 (every other key is at least its bound). After ``keep`` of them, only candidates needing less
 memory than every one popped can still be on the Pareto front; the rest are left out, their
 loops never walked to the end.
