@@ -127,18 +127,19 @@ class Comm:
         (0: no hold)."""
         return self.clock.hold(ev, started, disp) if self.clock is not None else 0.0
 
-    def redistribute(
-        self, block: np.ndarray, transfer, comm, matrix: str = "", peers=None
-    ) -> np.ndarray:
-        """``block`` moved by a layouts.transfer.Transfer over ``comm``: one alltoallv event,
-        held to the links' time under emulation (``peers``: see LinkClock.exchange)."""
+    def redistribute(self, block, transfer, comm, matrix: str = "", peers=None):
+        """``block`` moved by a layouts.transfer.Transfer over ``comm``, or a tuple of blocks
+        by a layouts.batch.Batch (all in one Alltoallv): one alltoallv event, held to the links'
+        time under emulation (``peers``: see LinkClock.exchange)."""
+        itemsize = (block[0] if isinstance(block, tuple) else block).itemsize
         with self.span("redistribute", matrix=matrix):
             started = time.perf_counter()
             out = transfer(block, comm)
             if self.clock is not None:
-                hold_until(started + self.clock.exchange(transfer, comm, peers, block.itemsize))
-        g, sent, n = comm.Get_size(), transfer.moving * block.itemsize, transfer.messages
-        self._record(kind="alltoallv", group=g, nbytes=out.nbytes, sent=sent, messages=n)
+                hold_until(started + self.clock.exchange(transfer, comm, peers, itemsize))
+        nbytes = sum(o.nbytes for o in out) if isinstance(out, tuple) else out.nbytes
+        g, sent, n = comm.Get_size(), transfer.moving * itemsize, transfer.messages
+        self._record(kind="alltoallv", group=g, nbytes=nbytes, sent=sent, messages=n)
         return out
 
     def span(self, name: str, **args):

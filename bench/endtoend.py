@@ -1,5 +1,6 @@
 """End-to-end runs from the user's layouts: A and B redistributed into the algorithm's native
-layouts (``redistribute_in``, including the algorithm's local set-up), the multiplication
+layouts (``redistribute_in``, one Alltoallv for both: layouts/batch.py, and the algorithm's
+local set-up), the multiplication
 (``multiply``), C redistributed into the user's layout (``redistribute_out``), each phase timed
 between barriers. With every layout native there is no move and no extra barrier: the
 repetition is the multiplication alone, as before.
@@ -112,21 +113,22 @@ class Pipeline:
     def __init__(self, module, plan, mesh, world, e2e: EndToEnd, io, kernel, blocks: dict):
         self.module, self.plan, self.mesh, self.world = module, plan, mesh, world
         self.e2e, self.io, self.kernel, self.blocks = e2e, io, kernel, blocks
+        from layouts.batch import Batch
         from layouts.transfer import transfer
 
+        # worked out once, before the timed repetitions: A and B in over the job (rank t: tree
+        # rank t), as one batch when both move; C out over the mesh's communicator (rank d: job
+        # rank ranks[d])
+        ins = [m for m in e2e.moves if m.into]
+        self.inputs = "".join(m.matrix for m in ins)
+        parts = [transfer(m.src, m.src_mesh, m.dst, m.dst_mesh, world, e2e.ranks) for m in ins]
+        self.batch = Batch.of(parts, world.Get_rank()) if len(parts) > 1 else None
+        self.transfers = {m.matrix: (t, world, None) for m, t in zip(ins, parts, strict=True)}
         inverse = [int(t) for t in np.argsort(e2e.ranks)]  # job rank -> native mesh rank
-        self.transfers = {}  # worked out once, before the timed repetitions
         for m in e2e.moves:
-            # over the job (rank t: tree rank t) in, over the mesh's communicator (rank d: job
-            # rank ranks[d]) out
-            comm, ranks, peers = (
-                (world, e2e.ranks, None) if m.into else (mesh.comm, inverse, e2e.ranks)
-            )
-            self.transfers[m.matrix] = (
-                transfer(m.src, m.src_mesh, m.dst, m.dst_mesh, comm, ranks),
-                comm,
-                peers,
-            )
+            if not m.into:
+                out = transfer(m.src, m.src_mesh, m.dst, m.dst_mesh, mesh.comm, inverse)
+                self.transfers[m.matrix] = (out, mesh.comm, e2e.ranks)
         self.laps: dict[str, list[float]] = {p: [] for p in PHASES}
         self.sent = dict.fromkeys(PHASES, 0)
         self.state = None
@@ -136,9 +138,13 @@ class Pipeline:
 
         self.io.reset()
         t0 = MPI.Wtime()
-        native = {}
-        for name in "AB":
-            native[name] = self._move(name, self.blocks[name])
+        native = {name: self.blocks[name] for name in "AB"}
+        if self.batch is not None:
+            moved = tuple(native[name] for name in self.inputs)
+            moved = self.io.redistribute(moved, self.batch, self.world, self.inputs)
+            native.update(zip(self.inputs, moved, strict=True))
+        else:
+            native = {name: self._move(name, block) for name, block in native.items()}
         self.state = self.module.prepare(self.plan, native["A"], native["B"], self.mesh.coords)
         self.world.Barrier()
         t1 = MPI.Wtime()

@@ -67,27 +67,35 @@ class Transfer:
         block is the buffer and nothing is copied. (The kept elements are copied after the
         Alltoallv, not while it runs: MPICH's nonblocking one progressed only in its wait and
         took longer on our machines.)"""
-        if block.shape != self.src_shape:
-            raise ValueError(f"block of shape {block.shape}, the transfer is from {self.src_shape}")
-        size = math.prod(self.dst_shape)
-        full = self.recv.size + self.keep_to.size == size  # no padding to zero
-        out = (np.empty if full else np.zeros)(self.dst_shape, dtype=block.dtype)
-        whole, flat = out.reshape(-1), block.reshape(-1)
+        out, whole, flat = self.start(block)
         if self.local_only:
-            copy_between(self.keep_from, flat, self.keep_to, whole, self._buffer(block, 2))
+            self.keep(flat, whole)
             return out
         if self.send.is_whole(block.size) and block.flags.c_contiguous:
             sendbuf = flat
         else:
             sendbuf = self.send.take(flat, self._buffer(block, 0))
-        recvbuf = whole if self.recv.is_whole(size) else self._buffer(block, 1)
+        recvbuf = whole if self.recv.is_whole(whole.size) else self._buffer(block, 1)
         mpitype = _mpi_type(block.dtype)
         sends, recvs = self._through_mpi(comm.Get_rank())
         comm.Alltoallv([sendbuf, sends, mpitype], [recvbuf, recvs, mpitype])
-        copy_between(self.keep_from, flat, self.keep_to, whole, self._buffer(block, 2))
+        self.keep(flat, whole)
         if recvbuf is not whole:
             self.recv.put(whole, recvbuf)
         return out
+
+    def start(self, block: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(destination block, it flat, ``block`` flat): the destination zeroed where padding
+        receives nothing."""
+        if block.shape != self.src_shape:
+            raise ValueError(f"block of shape {block.shape}, the transfer is from {self.src_shape}")
+        full = self.recv.size + self.keep_to.size == math.prod(self.dst_shape)
+        out = (np.empty if full else np.zeros)(self.dst_shape, dtype=block.dtype)
+        return out, out.reshape(-1), block.reshape(-1)
+
+    def keep(self, flat: np.ndarray, whole: np.ndarray) -> None:
+        """Copy the kept elements of the source ``flat`` into the destination ``whole``."""
+        copy_between(self.keep_from, flat, self.keep_to, whole, self._buffer(flat, 2))
 
     def _through_mpi(self, me: int) -> tuple:
         """The Alltoallv's (counts, displacements) to send and receive, worked out once."""

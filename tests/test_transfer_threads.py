@@ -100,3 +100,34 @@ def test_threaded_transfers_exact_and_counted(P, pieces, monkeypatch):
                 # what a rank keeps is copied, never sent to itself through MPI
                 through_mpi = [n if t != me else 0 for t, n in enumerate(counts[me].tolist())]
                 assert sent == ([] if local else [through_mpi]), (sn, dn, ranks, me)
+
+
+@pytest.mark.parametrize("P", [4, 6, 9])
+def test_a_batch_moves_what_its_transfers_move_in_one_exchange(P):
+    """layouts.batch.Batch: every pair of layouts' transfer run together with another (and
+    with itself) in one Alltoallv gives each part's block exactly, sending each peer the sum of
+    the parts' elements in one message."""
+    from layouts.batch import Batch
+
+    shape = (13, 7)
+    lays = list(layouts_for(shape, P).items())
+    shuffled = tuple(int(r) for r in np.random.default_rng(P).permutation(P))
+    for (an, (a, am)), (bn, (b, bm)) in itertools.product(lays, lays[:3]):
+        # the two moves share one order of the destination ranks, as an end-to-end run's do
+        moves = [(a, am, b, bm), (b, bm, a, am), (a, am, a, am)]
+
+        def job(comm, moves=moves):
+            parts = [transfer(s, sm, d, dm, comm, shuffled) for s, sm, d, dm in moves]
+            batch = Batch.of(parts, comm.rank)
+            blocks = tuple(generate_block(s, sm.coords(comm.rank), SEED) for s, sm, _, _ in moves)
+            return batch(blocks, comm), batch, comm.sent
+
+        for me, (outs, batch, sent) in enumerate(run_ranks(P, job)):
+            native = shuffled.index(me)
+            for (_, _, d, dm), out in zip(moves, outs, strict=True):
+                assert np.array_equal(out, generate_block(d, dm.coords(native), SEED)), (an, bn)
+            counts = sum(exchange_counts(*m, shuffled)[me] for m in moves)
+            assert batch.sendcounts.tolist() == counts.tolist(), (an, bn, me)
+            through_mpi = [n if t != me else 0 for t, n in enumerate(counts.tolist())]
+            assert sent == ([] if batch.local_only else [through_mpi]), (an, bn, me)
+            assert batch.messages == sum(1 for n in through_mpi if n)

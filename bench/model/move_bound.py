@@ -7,9 +7,10 @@ solves the relabelling's assignment problem; at P = 8192 that is 10-600 ms per c
 layouts, most of `distmm plan`'s time. Two bounds come cheaper: :func:`shape_bound` from the
 layouts' shapes alone, and :func:`overlap_bound` from the overlaps without the relabelling
 (within 1-28% of the exact price on 8192^3 at P = 8192 from block layouts). Both price what a
-move cannot avoid as pairs_seconds prices a move (Profile.alltoallv_seconds: a start, and per
-rank messages, bytes and bytes copied, the larger of the mean rank's and the busiest one's
-shared among the ranks on a core), and the two barriers of a run with moves. On a real
+phase cannot avoid (the moves in are one exchange, layouts/batch.py) as pairs_seconds prices
+it (Profile.alltoallv_seconds: a start, and per rank messages, bytes and bytes copied, the
+larger of the mean rank's and the busiest one's shared among the ranks on a core), and the
+two barriers of a run with moves. On a real
 cluster's links (not emulated) messages may go between nodes, priced by the links: only the
 start and the copying are counted there.
 """
@@ -31,9 +32,10 @@ from .redistribution import phase_barrier
 def shape_bound(
     all_moves: Sequence[Move], P: int, profile: Profile, itemsize: int, rpn: int, links=None
 ) -> float:
-    """Seconds from the layouts' shapes: each move's start, its packing, unpacking and keeping
-    (every element needed, twice, whatever the order), and what the mean rank receives beyond
-    the most two ranks' blocks share (:func:`most_shared`), in as many messages as that takes."""
+    """Seconds from the layouts' shapes: each phase's start (the moves in are one exchange),
+    its packing, unpacking and keeping (every element needed, twice, whatever the order), and
+    what the mean rank receives beyond the most two ranks' blocks share (:func:`most_shared`),
+    in as many messages as the dearest move takes."""
     if not all_moves:
         return 0.0
     at = profile.at(rpn)
@@ -41,18 +43,29 @@ def shape_bound(
         return _words_bound(all_moves, P, profile, itemsize, rpn, links)
     per_core = _per_core(profile, rpn)
     seconds = 2 * phase_barrier(P, profile, rpn, links)
-    for m in all_moves:
-        need = needed(m.dst, m.dst_mesh)
-        most = most_shared(m.src, m.dst)
-        if P * most >= need:
-            continue  # some order may keep everything: then nothing moves, nothing is priced
-        messages = received = 0.0
-        if _local(links):  # each rank hosting a native one keeps one source, the rest arrive
-            messages = max(1 / per_core, need / (P * most) - 1)
-            received = (need - P * most) / P * itemsize
-        copied = 2 * need / P * itemsize
-        seconds += at.alltoallv_seconds((messages, received, copied))
+    for phase in _phases(all_moves):  # one exchange each (layouts/batch.py)
+        messages = received = copied = 0.0
+        moves_any = False
+        for m in phase:
+            need = needed(m.dst, m.dst_mesh)
+            most = most_shared(m.src, m.dst)
+            copied += 2 * need / P * itemsize
+            if P * most >= need:
+                continue  # some order may keep all of it
+            moves_any = True
+            if _local(links):  # each rank hosting a native one keeps one source, the rest arrive
+                messages = max(messages, 1 / per_core, need / (P * most) - 1)
+                received += (need - P * most) / P * itemsize
+        if moves_any:  # else some order may keep everything: nothing moves, nothing is priced
+            seconds += at.alltoallv_seconds((messages, received, copied))
     return seconds
+
+
+def _phases(all_moves) -> list[list]:
+    """The moves in (A and B, one exchange) and the move out (C)."""
+    return [
+        g for g in ([m for m in all_moves if m.into], [m for m in all_moves if not m.into]) if g
+    ]
 
 
 def most_shared(a, b) -> int:
@@ -85,15 +98,23 @@ def overlap_bound(
         return _words_bound(all_moves, P, profile, itemsize, rpn, links)
     per_core = _per_core(profile, rpn)
     seconds = 2 * phase_barrier(P, profile, rpn, links)
-    for m, (s, d, count, need) in zip(all_moves, overlaps, strict=True):
-        _, sources, most = _side(d, count, P)
-        receive = np.maximum(need - most, 0.0)
-        if placement(m.src, m.src_mesh).holders.shape[1] == 1:
-            held, targets, most = _side(s, count, P)
-            send, into, out_of = held - most, np.maximum(sources - 1, 0), np.maximum(targets - 1, 0)
-        else:  # each element's source chosen among its holders: nothing known per source
-            held = send = out_of = np.zeros(P)
-            into = (receive > 0).astype(float)
+    overlap_of = {id(m): o for m, o in zip(all_moves, overlaps, strict=True)}
+    for phase in _phases(all_moves):  # one exchange each: a rank's parts of its moves add up
+        receive, send, into, out_of, need, held = (np.zeros(P) for _ in range(6))
+        for m in phase:
+            s, d, count, wanted = overlap_of[id(m)]
+            _, sources, most = _side(d, count, P)
+            short = np.maximum(wanted - most, 0.0)
+            receive += short
+            need += wanted
+            if placement(m.src, m.src_mesh).holders.shape[1] == 1:
+                total, targets, most = _side(s, count, P)
+                send += total - most
+                held += total
+                into = np.maximum(into, sources - 1)
+                out_of = np.maximum(out_of, targets - 1)
+            else:  # each element's source chosen among its holders: nothing known per source
+                into = np.maximum(into, short > 0)
         if not receive.any() and not send.any():
             continue  # some order may keep everything
         loads = (0.0, 0.0)

@@ -17,7 +17,7 @@ import numpy as np
 from layouts.endpoints import Move, UserLayout, move_counts, moves, relabelling
 from layouts.redistribute import placement
 from layouts.tensorlayout import TensorLayout
-from layouts.transfer import exchange_counts, overlap_pairs
+from layouts.transfer import exchange_counts, overlap_pairs, unique_inverse
 from topology.hierarchy import nodes_of
 from topology.mesh import AbstractMesh
 
@@ -139,15 +139,16 @@ def move_seconds(
     links=None,
 ) -> dict[str, float]:
     """{"redistribute_in": s, "redistribute_out": s, "closing_barrier": s}: the end-to-end
-    run's moves priced (A and B in, C out), native mesh rank d on job rank ``ranks[d]``, the
+    run's moves priced (A and B in, as the one exchange they run as, and C out), native mesh
+    rank d on job rank ``ranks[d]``, the
     phase in with the barrier that ends it (:func:`phase_barrier`), and the one closing the
     repetition after the moves out (in the end-to-end time, in no phase: MovePrice.closing);
     ``links`` as for :func:`pairs_seconds`."""
     out = {"redistribute_in": 0.0, "redistribute_out": 0.0, "closing_barrier": 0.0}
-    for m in all_moves:
-        phase = "redistribute_in" if m.into else "redistribute_out"
-        counts = move_counts(m, ranks)
-        out[phase] += transfer_seconds(counts, itemsize, profile, ranks_per_node, links)
+    for into, phase in ((True, "redistribute_in"), (False, "redistribute_out")):
+        batch = [move_counts(m, ranks) for m in all_moves if m.into == into]
+        if batch:  # the moves in run as one exchange (layouts/batch.py)
+            out[phase] = transfer_seconds(sum(batch), itemsize, profile, ranks_per_node, links)
     if all_moves:
         barrier = phase_barrier(all_moves[0].src_mesh.size, profile, ranks_per_node, links)
         out["redistribute_in"] += barrier
@@ -192,7 +193,7 @@ def price_moves(
         found = relabelling(all_moves, P, itemsize, nodes, overlaps)
     ranks = found.ranks if found is not None else None
     pi = np.arange(P) if ranks is None else np.asarray(ranks, np.int64)
-    phases = {True: 0.0, False: 0.0}
+    keys: dict = {True: [], False: []}  # (src * P + dst, count) of the moves in and out
     words = 0
     for m, (s, d, c, _) in zip(all_moves, overlaps, strict=True):
         if placement(m.src, m.src_mesh).holders.shape[1] == 1:
@@ -200,9 +201,17 @@ def price_moves(
         else:  # replicated sources choose among holders: the house's exact counts
             src, dst = np.nonzero(move_counts(m, ranks))
             c = move_counts(m, ranks)[src, dst]
-        phases[m.into] += pairs_seconds(src, dst, c, P, profile, itemsize, ranks_per_node, links)
+        keys[m.into].append((src * P + dst, c))
         off = src != dst
         words += int(_busiest(src[off], dst[off], c[off], P)[1].max(initial=0))
+    phases = {True: 0.0, False: 0.0}
+    for into, parts in keys.items():  # the moves in run as one exchange (layouts/batch.py)
+        if parts:
+            key, inverse = unique_inverse(np.concatenate([k for k, _ in parts]))
+            count = np.bincount(inverse, np.concatenate([c for _, c in parts]), key.size)
+            src, dst, count = key // P, key % P, np.rint(count).astype(np.int64)
+            args = (profile, itemsize, ranks_per_node, links)
+            phases[into] = pairs_seconds(src, dst, count, P, *args)
     saved = found.bytes_saved if found is not None else 0
     return MovePrice(phases[True] + barrier, phases[False], words, ranks, saved, barrier)
 
