@@ -82,7 +82,7 @@ class Batch:
         """The kept send and receive buffers for ``like``'s dtype."""
         key = like.dtype.str
         if key not in self._buffers:
-            sizes = (int(self.sendcounts.sum()), int(self.recvcounts.sum()))
+            sizes = [sum(counts) for counts, _ in self.through_mpi]
             self._buffers[key] = tuple(np.empty(n, like.dtype) for n in sizes)
         return self._buffers[key]
 

@@ -140,10 +140,9 @@ def move_seconds(
 ) -> dict[str, float]:
     """{"redistribute_in": s, "redistribute_out": s, "closing_barrier": s}: the end-to-end
     run's moves priced (A and B in, as the one exchange they run as, and C out), native mesh
-    rank d on job rank ``ranks[d]``, the
-    phase in with the barrier that ends it (:func:`phase_barrier`), and the one closing the
-    repetition after the moves out (in the end-to-end time, in no phase: MovePrice.closing);
-    ``links`` as for :func:`pairs_seconds`."""
+    rank d on job rank ``ranks[d]``, the phase in with the barrier that ends it
+    (:func:`phase_barrier`), and the one closing the repetition after the moves out (in the
+    end-to-end time, in no phase: MovePrice.closing); ``links`` as for :func:`pairs_seconds`."""
     out = {"redistribute_in": 0.0, "redistribute_out": 0.0, "closing_barrier": 0.0}
     for into, phase in ((True, "redistribute_in"), (False, "redistribute_out")):
         batch = [move_counts(m, ranks) for m in all_moves if m.into == into]
