@@ -31,7 +31,7 @@ class Redistributions:
         self.rpn, self.relabel, self.links = rpn, relabel, links
         self.specs = {n: u.spec for n, u in users.items()}
         self.prices: dict = {}
-        self.overlaps: dict = {}  # key -> (moves, their overlaps, the bound from them)
+        self.overlaps: dict = {}  # key -> (moves, their overlaps, the bound), until priced
 
     def _args(self, P: int) -> tuple:
         return (P, self.profile, self.itemsize, self.rpn)
@@ -43,6 +43,7 @@ class Redistributions:
             self.prices[key] = price_moves(
                 all_moves, *self._args(plan.P), self.relabel, self.links, overlaps
             )
+            del self.overlaps[key]  # priced: its overlaps are not needed again
         return self.prices[key]
 
     def seconds(self, plan) -> float:
@@ -53,7 +54,11 @@ class Redistributions:
         return shape_bound(plan_moves(self.users, plan), *self._args(plan.P), self.links)
 
     def overlap_bound(self, plan) -> float:
-        """From the overlaps, before relabelling (bench/model/move_bound.py)."""
+        """From the overlaps, before relabelling (bench/model/move_bound.py); once priced,
+        the price itself."""
+        key = _key(plan)
+        if key in self.prices:
+            return self.prices[key].seconds
         return self._overlaps(plan)[2]
 
     def _overlaps(self, plan) -> tuple:
