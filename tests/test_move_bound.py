@@ -7,13 +7,13 @@ import json
 from dataclasses import replace
 
 import pytest
+from conftest import PROFILE
 
 from algorithms import ALGORITHMS, get
 from bench.model import Profile, plan_moves, price_moves
 from bench.model.move_bound import most_shared, overlap_bound, shape_bound
 from layouts.endpoints import user_layouts
 from layouts.transfer import overlap_pairs
-from tests.conftest import PROFILE
 from topology.hierarchy import cluster_mesh
 from topology.links import LinkModel
 
