@@ -14,7 +14,9 @@ from topology.costs import collective_seconds
 
 P2P_SIZES = [1 << s for s in range(0, 25, 2)]  # 1 B .. 16 MiB
 COLL_SIZES = [1 << s for s in range(10, 25, 2)]  # 1 KiB .. 16 MiB
-GEMM_GRID = (96, 320, 1024, 3072)  # m, k and n of the GEMM shapes timed (a 4 x 4 x 4 grid)
+# m, k and n of the GEMM shapes timed (a 5 x 5 x 5 grid); 16 for the thin panels SUMMA and its
+# kinds multiply (2048x16x512 takes 1.4 times what the rate at k = 96 says, k = 8 2.4 times)
+GEMM_GRID = (16, 96, 320, 1024, 3072)
 
 
 def _iters(nbytes: int, quick: bool) -> tuple[int, int]:
