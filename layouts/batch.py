@@ -49,15 +49,13 @@ class Batch:
             start = np.concatenate(([0], np.cumsum(others)[:-1]))
             sides.append(_slots(parts, side, me, start))
             specs.append((others.tolist(), start.tolist()))
-        sent = out[0].copy()
-        sent[me] = 0
         return cls(
             parts,
             *out,
             *sides,
             tuple(specs),
             moving=sum(p.moving for p in parts),
-            messages=int(np.count_nonzero(sent)),
+            messages=int(np.count_nonzero(specs[0][0])),  # peers sent any (self excluded)
             local_only=all(p.local_only for p in parts),
         )
 

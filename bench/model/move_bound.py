@@ -46,7 +46,7 @@ def shape_bound(
     for phase in _phases(all_moves):  # one exchange each (layouts/batch.py)
         messages = received = copied = 0.0
         moves_any = False
-        for m in phase:
+        for m, _ in phase:
             need = needed(m.dst, m.dst_mesh)
             most = most_shared(m.src, m.dst)
             copied += 2 * need / P * itemsize
@@ -61,11 +61,12 @@ def shape_bound(
     return seconds
 
 
-def _phases(all_moves) -> list[list]:
-    """The moves in (A and B, one exchange) and the move out (C)."""
-    return [
-        g for g in ([m for m in all_moves if m.into], [m for m in all_moves if not m.into]) if g
-    ]
+def _phases(all_moves, overlaps=None) -> list[list[tuple]]:
+    """(move, its overlaps or None) for the moves in (A and B, one exchange), then for the move
+    out (C)."""
+    pairs = list(zip(all_moves, overlaps or [None] * len(all_moves), strict=True))
+    phases = ([p for p in pairs if p[0].into], [p for p in pairs if not p[0].into])
+    return [g for g in phases if g]
 
 
 def most_shared(a, b) -> int:
@@ -98,11 +99,9 @@ def overlap_bound(
         return _words_bound(all_moves, P, profile, itemsize, rpn, links)
     per_core = _per_core(profile, rpn)
     seconds = 2 * phase_barrier(P, profile, rpn, links)
-    overlap_of = {id(m): o for m, o in zip(all_moves, overlaps, strict=True)}
-    for phase in _phases(all_moves):  # one exchange each: a rank's parts of its moves add up
+    for phase in _phases(all_moves, overlaps):  # one exchange each: a rank's parts add up
         receive, send, into, out_of, need, held = (np.zeros(P) for _ in range(6))
-        for m in phase:
-            s, d, count, wanted = overlap_of[id(m)]
+        for m, (s, d, count, wanted) in phase:
             _, sources, most = _side(d, count, P)
             short = np.maximum(wanted - most, 0.0)
             receive += short

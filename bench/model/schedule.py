@@ -100,8 +100,8 @@ def price(
         max_events=max_events,
         least_events=least_events,
         pause=pause,
+        closing=barrier_seconds(profile.at(ranks_per_node), plan.P, links),
     )
-    walk.closing = barrier_seconds(walk.profile, plan.P, links)
     if pause is None and walk.bound() > limit:  # its GEMMs alone lose: no loop to run
         return Pruned(walk.bound(), 0, True)
     comm, prepared = _symbolic(algorithm, plan, rank, dtype, binding, tree, cache)

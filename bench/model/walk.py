@@ -98,6 +98,7 @@ class Walk:
         max_events: float = math.inf,
         least_events: int = 0,
         pause=None,
+        closing: float = 0.0,
     ):
         self.profile, self.dtype, self.links = profile.at(ranks_per_node), dtype, links
         self.slow = profile.slowdown(ranks_per_node)
@@ -113,7 +114,7 @@ class Walk:
         self.limit, self.share, self.per_flop = limit, share, per_flop
         self.max_events, self.least_events, self.pause = max_events, least_events, pause
         self.by_limit = False
-        self.closing = 0.0  # the barrier close() ends with, where a bound may count it
+        self.closing = closing  # the barrier close() ends with, where a bound counts it
 
     def bound(self) -> float:
         """The prediction is at least this (given the ``share`` and ``per_flop`` promised): the
