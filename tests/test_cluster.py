@@ -328,6 +328,46 @@ def test_redistribution_on_a_cluster_prices_the_network(tmp_path):
     assert plain.words < slow.words
 
 
+def test_emulated_links_with_more_ranks_than_cores_hide_only_the_hold(tmp_path):
+    """An emulated message first really moves on this machine: with no core spare that move
+    occupies the rank (as on a plain mesh); only the rest of the link's hold hides behind the
+    GEMM it was posted before (t10's rotations on 4 x 2 ranks on 2 cores)."""
+    import json
+    from dataclasses import replace
+
+    from algorithms.events import Event
+    from bench.model import Profile, predict
+
+    prof = Profile.load(_profile(tmp_path, 110e-6, "slow.json"))
+    at = prof.at(4)  # 4 ranks, 2 cores
+    nbytes = 1 << 20
+    here = at.collective("shift", nbytes, 2) * at.comm_scale
+    gemm = at.gemm_seconds(1024, 1024, 1024, "float32") * prof.slowdown(4)
+    link = 1.5 * here  # dearer than the move here, cheaper than the GEMM
+    assert gemm > link
+    f = tmp_path / "net.json"
+    f.write_text(json.dumps({"node": {"alpha": 1e-12, "bandwidth": nbytes / link}}))
+    real = LinkModel.load(str(f), parse_topology("cluster:2,2"))
+    events = [
+        Event(
+            "shift",
+            group=2,
+            nbytes=nbytes,
+            sent=nbytes,
+            messages=1,
+            overlapped=True,
+            phase_level="node",
+        ),
+        Event("gemm", flops=2 * 1024**3, shape=(1024, 1024, 1024)),
+        Event("wait", waits=(0,)),
+    ]
+    cluster = predict(events, prof, "float32", 4, links=real)
+    emulated = predict(events, prof, "float32", 4, links=replace(real, emulated=True))
+    assert cluster.seconds == pytest.approx(gemm)  # the network's message hides
+    assert emulated.seconds == pytest.approx(here + gemm)
+    assert emulated.phases["shift"] == pytest.approx(here)
+
+
 def test_emulated_links_price_the_dearer_of_the_link_and_this_machine(tmp_path):
     """Emulated links (distmm run --emulate-links) hold messages that really moved on this
     machine: each operation and each move costs at least what the profile prices it at and at

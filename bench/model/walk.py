@@ -56,8 +56,9 @@ def predict(
     model's price at its ``phase_level`` (the highest level any member's message crosses) and is
     not slowed by oversubscription: it models the tree's links (or their emulation, which
     sleeps and so overlaps computation even with more ranks than cores). Emulated links
-    (``links.emulated``) hold a message that really moved on this machine: where the profile's
-    price of that is dearer than the link's, it is the price, and hides as the profile's does.
+    (``links.emulated``) hold a message that really moved on this machine: it costs the dearer
+    of the profile's price and the link's, and with more ranks than cores the profile's part
+    occupies the rank (only the rest of the hold hides behind computation).
     A level the link model leaves out (a cluster's ``local`` under a network preset) is priced
     by the profile."""
     walk = Walk(profile, dtype, ranks_per_node, links)
@@ -147,13 +148,16 @@ class Walk:
                 price = self.prices[key] = _price(
                     e, self.profile, self.dtype, self.slow, self.overlap, self.links
                 )
-            d, hides = price
+            d, exposed = price
             if kind == "gemm" or kind == "copy":
                 self.t = t + d
                 self.phases[kind] += d
-            elif e.overlapped and hides:
+            elif e.overlapped and exposed < d:
                 start = max(t, self.channel)
                 self.channel = self.done[i] = start + d
+                if exposed:
+                    self.phases[kind] += start + exposed - t
+                    self.t = start + exposed
             else:
                 start = max(t, self.channel)
                 self.phases[kind] += start + d - t
@@ -229,19 +233,25 @@ def communication_seconds(
 
 
 def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, links):
-    """(seconds, whether it can hide behind computation when issued non-blocking); ``profile``
-    at the run's ranks per node (Profile.at), ``slow`` its GEMMs' slowdown."""
+    """(seconds, the part of them that occupies the rank even when issued non-blocking: all
+    of a GEMM or copy, none of a message with a core spare to progress it); ``profile`` at the
+    run's ranks per node (Profile.at), ``slow`` its GEMMs' slowdown."""
     if e.kind == "gemm":
-        return profile.gemm_seconds(*e.shape, dtype) * slow, False
+        d = profile.gemm_seconds(*e.shape, dtype) * slow
+        return d, d
     if e.kind == "copy":
-        return e.nbytes / profile.copy_bandwidth * slow, False
+        d = e.nbytes / profile.copy_bandwidth * slow
+        return d, d
     here = profile.collective(e.kind, e.nbytes, e.group) * profile.comm_scale
+    exposed = 0.0 if overlap else here
     if links is not None and links.models(e.phase_level):
         d = links.collective(e.kind, e.nbytes, e.group, e.phase_level)
-        # emulated links hold messages that really move on this machine: the dearer counts
-        if not links.emulated or d >= here:
-            return d, True
-    return here, overlap
+        if not links.emulated:
+            return d, 0.0
+        # emulated links hold a message that really moves on this machine: the dearer counts,
+        # and with no core spare the move here occupies the rank while the hold can hide
+        return max(d, here), exposed
+    return here, exposed
 
 
 __all__ = ["Prediction", "Stop", "Walk", "barrier_seconds", "communication_seconds", "predict"]
