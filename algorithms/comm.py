@@ -34,6 +34,11 @@ from .pending import Pending
 from .symbolic import placeholder, reshaped
 
 _CHUNKS = 8  # GEMM row chunks between progress polls when messages are in flight
+# rows a chunk keeps at least: each call repacks all of B, about one copy of B per 2 x rows
+# flops, so thin row panels cost more than the polls buy (256x256x4096 in 8 chunks of 32 rows
+# took 1.4-1.5x the whole GEMM on one core; cannon 2x2 on 512x512x8192 multiplied in 39-42 ms
+# with overlap on against 28-30 ms off, 30 ms with this floor)
+_CHUNK_ROWS = 256
 
 
 class Comm:
@@ -360,8 +365,9 @@ class Comm:
         tmp: np.ndarray | None = None,
         progress: Sequence[Pending] = (),
     ) -> np.ndarray:
-        """``c (+)= a @ b``. With ``progress``, the GEMM runs in row chunks and polls the pending
-        messages between chunks, so they advance while this rank computes."""
+        """``c (+)= a @ b``. With ``progress``, the GEMM runs in up to _CHUNKS row chunks of at
+        least _CHUNK_ROWS rows and polls the pending messages between chunks, so they advance
+        while this rank computes."""
         m, k = a.shape
         n = b.shape[1]
         self._record(kind="gemm", flops=2 * m * k * n, shape=(m, k, n))
@@ -369,12 +375,13 @@ class Comm:
             return c
         reqs = [r for p in progress for r in p.requests] if self.execute else []
         with self.span("gemm", m=m, k=k, n=n):
-            if not reqs or m < 2 * _CHUNKS:
+            chunks = min(_CHUNKS, m // _CHUNK_ROWS)
+            if not reqs or chunks < 2:
                 _gemm_rows(a, b, c, accumulate, tmp)
             else:
                 from mpi4py import MPI
 
-                bounds = np.linspace(0, m, _CHUNKS + 1).astype(int)
+                bounds = np.linspace(0, m, chunks + 1).astype(int)
                 for lo, hi in itertools.pairwise(bounds):
                     _gemm_rows(
                         a[lo:hi], b, c[lo:hi], accumulate, None if tmp is None else tmp[lo:hi]

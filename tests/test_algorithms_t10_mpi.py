@@ -89,6 +89,18 @@ def test_t10_every_fop_and_pace(shape):
 
 
 @pytest.mark.mpi
+def test_gemms_polled_in_row_chunks_compute_the_product():
+    """Blocks tall enough for comm.gemm to poll the rotation between row chunks
+    (algorithms.comm._CHUNK_ROWS; the shapes above are thinner): F_op P x 1 x 1, each rank's
+    rows 2 _CHUNK_ROWS + 3, B rotating while they multiply."""
+    from algorithms.comm import _CHUNK_ROWS
+
+    plan = t10.plan(((2 * _CHUNK_ROWS + 3) * P, 12, 5), P, fop=(P, 1, 1), overlap=True)
+    r = run_and_verify(t10, plan, np.float64)
+    assert r["verified"], r["max_rel_error"]
+
+
+@pytest.mark.mpi
 def test_t10_repeated_runs_and_bytes():
     """Three runs on one state (multiply must not touch its inputs), and per rank exactly the
     units it lacks: (L - W_A) units of A, (L - W_B) of B, (F_k - 1)/F_k of the partial C."""
