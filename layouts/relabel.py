@@ -157,7 +157,7 @@ def relabel_pairs(
         ranks = tuple(range(P))
         best = identity
     else:
-        ranks = tuple(int(r) for r in out)
+        ranks = tuple(out.tolist())
     return Relabelling(ranks, (total - identity[1]) * itemsize, (total - best[1]) * itemsize)
 
 
