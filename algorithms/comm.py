@@ -34,10 +34,8 @@ from .pending import Pending
 from .symbolic import placeholder, reshaped
 
 _CHUNKS = 8  # GEMM row chunks between progress polls when messages are in flight
-# rows a chunk keeps at least: each call repacks all of B, about one copy of B per 2 x rows
-# flops, so thin row panels cost more than the polls buy (256x256x4096 in 8 chunks of 32 rows
-# took 1.4-1.5x the whole GEMM on one core; cannon 2x2 on 512x512x8192 multiplied in 39-42 ms
-# with overlap on against 28-30 ms off, 30 ms with this floor)
+# rows per chunk at least: each call repacks all of B, so thinner chunks cost more than the polls
+# buy (cannon 2x2 on 512x512x8192, 4 ranks: multiply 39-42 ms in chunks of 32 rows, 30 in one)
 _CHUNK_ROWS = 256
 
 
@@ -128,8 +126,7 @@ class Comm:
         return ev
 
     def _hold(self, ev: Event, started: float, disp: int = 0) -> float:
-        """Link emulation: the perf_counter time before which the operation may not complete
-        (0: no hold)."""
+        """Link emulation: the perf_counter time the operation may not complete before (0: none)."""
         return self.clock.hold(ev, started, disp) if self.clock is not None else 0.0
 
     def redistribute(self, block, transfer, comm, matrix: str = "", peers=None):
@@ -365,9 +362,8 @@ class Comm:
         tmp: np.ndarray | None = None,
         progress: Sequence[Pending] = (),
     ) -> np.ndarray:
-        """``c (+)= a @ b``. With ``progress``, the GEMM runs in up to _CHUNKS row chunks of at
-        least _CHUNK_ROWS rows and polls the pending messages between chunks, so they advance
-        while this rank computes."""
+        """``c (+)= a @ b``. With ``progress``, the GEMM runs in row chunks (_CHUNKS, _CHUNK_ROWS)
+        and polls the pending messages between chunks, so they advance while this rank computes."""
         m, k = a.shape
         n = b.shape[1]
         self._record(kind="gemm", flops=2 * m * k * n, shape=(m, k, n))
@@ -375,8 +371,7 @@ class Comm:
             return c
         reqs = [r for p in progress for r in p.requests] if self.execute else []
         with self.span("gemm", m=m, k=k, n=n):
-            chunks = min(_CHUNKS, m // _CHUNK_ROWS)
-            if not reqs or chunks < 2:
+            if not reqs or (chunks := min(_CHUNKS, m // _CHUNK_ROWS)) < 2:
                 _gemm_rows(a, b, c, accumulate, tmp)
             else:
                 from mpi4py import MPI
@@ -393,12 +388,10 @@ class Comm:
 def _gemm_rows(a, b, c, accumulate, tmp) -> None:
     if not accumulate:
         np.matmul(a, b, out=c)
-        return
-    if tmp is None:
+    elif tmp is None:
         c += a @ b
     else:
-        np.matmul(a, b, out=tmp)
-        c += tmp
+        c += np.matmul(a, b, out=tmp)
 
 
 def _sub_rank(mesh: Mesh, axes: tuple[str, ...]) -> int:
