@@ -20,7 +20,6 @@ their levels; with emulated ``links`` (LinkModel.emulated) operations are held t
 from __future__ import annotations
 
 import contextlib
-import itertools
 import time
 from collections.abc import Sequence
 
@@ -30,13 +29,9 @@ from topology import Mesh, radix
 
 from .events import COMM_KINDS, Event, make_event
 from .levels import LinkClock, TreeLevels, hold_until
+from .local_gemm import polled_gemm
 from .pending import Pending
 from .symbolic import placeholder, reshaped
-
-_CHUNKS = 8  # GEMM row chunks between progress polls when messages are in flight
-# rows per chunk at least: each call repacks all of B, so thinner chunks cost more than the polls
-# buy (cannon 2x2 on 512x512x8192, 4 ranks: multiply 39-42 ms in chunks of 32 rows, 30 in one)
-_CHUNK_ROWS = 256
 
 
 class Comm:
@@ -362,8 +357,8 @@ class Comm:
         tmp: np.ndarray | None = None,
         progress: Sequence[Pending] = (),
     ) -> np.ndarray:
-        """``c (+)= a @ b``. With ``progress``, the GEMM runs in row chunks (_CHUNKS, _CHUNK_ROWS)
-        and polls the pending messages between chunks, so they advance while this rank computes."""
+        """``c (+)= a @ b``. With ``progress``, polling those messages between row chunks
+        (algorithms/local_gemm.py), so they advance while this rank computes."""
         m, k = a.shape
         n = b.shape[1]
         self._record(kind="gemm", flops=2 * m * k * n, shape=(m, k, n))
@@ -371,27 +366,8 @@ class Comm:
             return c
         reqs = [r for p in progress for r in p.requests] if self.execute else []
         with self.span("gemm", m=m, k=k, n=n):
-            if not reqs or (chunks := min(_CHUNKS, m // _CHUNK_ROWS)) < 2:
-                _gemm_rows(a, b, c, accumulate, tmp)
-            else:
-                from mpi4py import MPI
-
-                bounds = np.linspace(0, m, chunks + 1).astype(int)
-                for lo, hi in itertools.pairwise(bounds):
-                    _gemm_rows(
-                        a[lo:hi], b, c[lo:hi], accumulate, None if tmp is None else tmp[lo:hi]
-                    )
-                    MPI.Request.Testall(reqs)
+            polled_gemm(a, b, c, accumulate, tmp, reqs)
         return c
-
-
-def _gemm_rows(a, b, c, accumulate, tmp) -> None:
-    if not accumulate:
-        np.matmul(a, b, out=c)
-    elif tmp is None:
-        c += a @ b
-    else:
-        c += np.matmul(a, b, out=tmp)
 
 
 def _sub_rank(mesh: Mesh, axes: tuple[str, ...]) -> int:

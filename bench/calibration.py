@@ -146,7 +146,7 @@ def gemm_rates(world, quick: bool, cores: int) -> dict[str, list[list[float]]]:
     passes over the grid, the median kept: one pass put the same shape's rate anywhere from
     52 to 83 GFLOP/s in five calibrations here (a neighbour's burst hits a shape, not the
     grid)."""
-    from algorithms.comm import _gemm_rows
+    from algorithms.local_gemm import gemm_rows
 
     rank = world.Get_rank()
     grid = GEMM_GRID[::2] if quick else GEMM_GRID
@@ -160,11 +160,11 @@ def gemm_rates(world, quick: bool, cores: int) -> dict[str, list[list[float]]]:
             for i, (m, k, n) in enumerate(shapes if rank < cores else ()):
                 a, b = np.ones((m, k), dtype), np.ones((k, n), dtype)
                 c, tmp = np.zeros((m, n), dtype), np.zeros((m, n), dtype)
-                _gemm_rows(a, b, c, True, tmp)  # warm-up
+                gemm_rows(a, b, c, True, tmp)  # warm-up
                 reps = 1 if quick else max(2, min(50, int(2e9 / (2 * m * k * n))))
                 t0 = _now()
                 for _ in range(reps):
-                    _gemm_rows(a, b, c, True, tmp)
+                    gemm_rows(a, b, c, True, tmp)
                 times[i] = (_now() - t0) / reps
             sleep_until_all(world)
             measured = np.array([t for t in world.allgather(times) if t[0] > 0])
@@ -206,7 +206,7 @@ def oversubscription(world, cores: int, quick: bool) -> dict | None:
     The model takes the efficiency against its own GEMM rate of that shape
     (Profile.with_own_time_slicing): the ranks asleep here slow the one-per-core GEMMs, and
     the rates may come from another job (calibrate --up-to)."""
-    from algorithms.comm import _gemm_rows
+    from algorithms.local_gemm import gemm_rows
 
     P, rank = world.Get_size(), world.Get_rank()
     if P <= cores:
@@ -214,7 +214,7 @@ def oversubscription(world, cores: int, quick: bool) -> dict | None:
     n = 512 if quick else 1024
     a, b = np.ones((n, n), np.float32), np.ones((n, n), np.float32)
     c, tmp = np.zeros((n, n), np.float32), np.zeros((n, n), np.float32)
-    _gemm_rows(a, b, c, True, tmp)
+    gemm_rows(a, b, c, True, tmp)
     reps = 2 if quick else 6
 
     def alone() -> float:
@@ -224,7 +224,7 @@ def oversubscription(world, cores: int, quick: bool) -> dict | None:
         if rank < cores:
             t0 = _now()
             for _ in range(reps):
-                _gemm_rows(a, b, c, True, tmp)
+                gemm_rows(a, b, c, True, tmp)
             span = (t0, _now())
         sleep_until_all(world)
         spans = [x for x in world.allgather(span) if x is not None]
@@ -235,7 +235,7 @@ def oversubscription(world, cores: int, quick: bool) -> dict | None:
         world.Barrier()
         t0 = _now()
         for _ in range(reps):
-            _gemm_rows(a, b, c, True, tmp)
+            gemm_rows(a, b, c, True, tmp)
         world.Barrier()
         return world.bcast((_now() - t0) / reps, root=0)
 

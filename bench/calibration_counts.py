@@ -119,7 +119,7 @@ def sliced_collectives(comm, quick: bool) -> dict[str, list[list[float]]]:
     that reaches a collective waits for partners the scheduler has given a GEMM to, which
     collectives timed back to back (all ranks in MPI, yielding to each other) do not show:
     those priced runs' communication at a fifth of what it took."""
-    from algorithms.comm import _gemm_rows
+    from algorithms.local_gemm import gemm_rows
 
     x = np.ones((SLICED_GEMM, SLICED_GEMM), np.float32)
     c, tmp = np.zeros_like(x), np.zeros_like(x)
@@ -129,7 +129,7 @@ def sliced_collectives(comm, quick: bool) -> dict[str, list[list[float]]]:
         comm.Barrier()
         t0 = _now()
         for _ in range(reps):
-            _gemm_rows(x, x, c, True, tmp)
+            gemm_rows(x, x, c, True, tmp)
             if op is not None:
                 op()
         comm.Barrier()

@@ -91,11 +91,11 @@ def test_t10_every_fop_and_pace(shape):
 @pytest.mark.mpi
 def test_gemms_polled_in_row_chunks_compute_the_product():
     """Blocks tall enough for comm.gemm to poll the rotation between row chunks
-    (algorithms.comm._CHUNK_ROWS; the shapes above are thinner): F_op P x 1 x 1, each rank's
-    rows 2 _CHUNK_ROWS + 3, B rotating while they multiply."""
-    from algorithms.comm import _CHUNK_ROWS
+    (algorithms.local_gemm.CHUNK_ROWS; the shapes above are thinner): F_op P x 1 x 1, each
+    rank's rows 2 CHUNK_ROWS + 3, B rotating while they multiply."""
+    from algorithms.local_gemm import CHUNK_ROWS
 
-    plan = t10.plan(((2 * _CHUNK_ROWS + 3) * P, 12, 5), P, fop=(P, 1, 1), overlap=True)
+    plan = t10.plan(((2 * CHUNK_ROWS + 3) * P, 12, 5), P, fop=(P, 1, 1), overlap=True)
     r = run_and_verify(t10, plan, np.float64)
     assert r["verified"], r["max_rel_error"]
 
