@@ -121,7 +121,8 @@ class Comm:
         return ev
 
     def _hold(self, ev: Event, started: float, disp: int = 0) -> float:
-        """Link emulation: the perf_counter time the operation may not complete before (0: none)."""
+        """Link emulation: the perf_counter time before which the operation may not complete
+        (0: no hold)."""
         return self.clock.hold(ev, started, disp) if self.clock is not None else 0.0
 
     def redistribute(self, block, transfer, comm, matrix: str = "", peers=None):
@@ -357,7 +358,7 @@ class Comm:
         tmp: np.ndarray | None = None,
         progress: Sequence[Pending] = (),
     ) -> np.ndarray:
-        """``c (+)= a @ b``. With ``progress``, polling those messages between row chunks
+        """``c (+)= a @ b``. With ``progress``, the GEMM polls those messages between row chunks
         (algorithms/local_gemm.py), so they advance while this rank computes."""
         m, k = a.shape
         n = b.shape[1]

@@ -250,9 +250,15 @@ def overlap_pairs(
             real = (sh[:, k] >= 0)[:, None] & (dh >= 0)
             pairs.append(((sbase + sh[:, k])[:, None] * P + d)[real])
             counts.append(w[real])
-    pair, inverse = unique_inverse(np.concatenate(pairs))
+    return (*summed_pairs(pairs, counts, P), needed)
+
+
+def summed_pairs(keys: list, counts: list, P: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sources, destinations, counts) of the pairs ``src * P + dst`` in the arrays ``keys``,
+    each pair once, in order, with its ``counts`` summed (int64)."""
+    pair, inverse = unique_inverse(np.concatenate(keys))
     total = np.bincount(inverse, np.concatenate(counts), minlength=pair.size)
-    return pair // P, pair % P, np.rint(total).astype(np.int64), needed
+    return pair // P, pair % P, np.rint(total).astype(np.int64)
 
 
 # -- checks ----------------------------------------------------------------------------------
@@ -378,6 +384,7 @@ __all__ = [
     "exchange_counts",
     "overlap_counts",
     "overlap_pairs",
+    "summed_pairs",
     "redistribute_between",
     "transfer",
 ]

@@ -17,7 +17,7 @@ import numpy as np
 from layouts.endpoints import Move, UserLayout, move_counts, moves, relabelling
 from layouts.redistribute import placement
 from layouts.tensorlayout import TensorLayout
-from layouts.transfer import exchange_counts, overlap_pairs, unique_inverse
+from layouts.transfer import exchange_counts, overlap_pairs, summed_pairs
 from topology.hierarchy import nodes_of
 from topology.mesh import AbstractMesh
 
@@ -192,23 +192,24 @@ def price_moves(
         found = relabelling(all_moves, P, itemsize, nodes, overlaps)
     ranks = found.ranks if found is not None else None
     pi = np.arange(P) if ranks is None else np.asarray(ranks, np.int64)
-    keys: dict = {True: [], False: []}  # (src * P + dst, count) of the moves in and out
+    keys: dict = {True: [], False: []}  # src * P + dst of the moves in and out
+    counts: dict = {True: [], False: []}
     words = 0
     for m, (s, d, c, _) in zip(all_moves, overlaps, strict=True):
         if placement(m.src, m.src_mesh).holders.shape[1] == 1:
             src, dst = (s, pi[d]) if m.into else (pi[s], d)
         else:  # replicated sources choose among holders: the house's exact counts
-            src, dst = np.nonzero(move_counts(m, ranks))
-            c = move_counts(m, ranks)[src, dst]
-        keys[m.into].append((src * P + dst, c))
+            dense = move_counts(m, ranks)
+            src, dst = np.nonzero(dense)
+            c = dense[src, dst]
+        keys[m.into].append(src * P + dst)
+        counts[m.into].append(c)
         off = src != dst
         words += int(_busiest(src[off], dst[off], c[off], P)[1].max(initial=0))
     phases = {True: 0.0, False: 0.0}
-    for into, parts in keys.items():  # the moves in run as one exchange (layouts/batch.py)
-        if parts:
-            key, inverse = unique_inverse(np.concatenate([k for k, _ in parts]))
-            count = np.bincount(inverse, np.concatenate([c for _, c in parts]), key.size)
-            src, dst, count = key // P, key % P, np.rint(count).astype(np.int64)
+    for into in phases:  # the moves in run as one exchange (layouts/batch.py)
+        if keys[into]:
+            src, dst, count = summed_pairs(keys[into], counts[into], P)
             args = (profile, itemsize, ranks_per_node, links)
             phases[into] = pairs_seconds(src, dst, count, P, *args)
     saved = found.bytes_saved if found is not None else 0
