@@ -10,7 +10,7 @@ from .units import format_bytes
 def _head(width: int = 18) -> str:
     return (
         f"{'algorithm':<10}{'grid/F_op':<14}{'params':<{width}}{'ovl':<5}{'kernel [ms]':>12}"
-        f"{'e2e [ms]':>10}"
+        f" {'e2e [ms]':>12}"
     )
 
 
@@ -19,33 +19,34 @@ def _width(cands) -> int:
     return max([18, *(len(c.params_text) + 1 for c in cands)])
 
 
-def _row(c: Candidate, width: int = 18) -> str:
-    """The columns _head names, for one candidate (end to end: >= when never priced)."""
-    e2e = f"{c.seconds * 1e3:>10.3f}" if c.exact else f"{'>=' + format(c.seconds * 1e3, '.3f'):>10}"
-    return (
-        f"{c.algo:<10}{c.grid_text:<14}{c.params_text:<{width}}"
-        f"{'on' if c.overlap else 'off':<5}{c.kernel * 1e3:>12.3f}{e2e}"
-    )
-
-
 def _overlap(c: Candidate) -> str:
     return "on" if c.overlap else "off"
+
+
+def _row(c: Candidate, width: int = 18) -> str:
+    """The columns _head names, for one candidate (end to end: >= when never priced)."""
+    e2e = f"{c.seconds * 1e3:.3f}" if c.exact else f">={c.seconds * 1e3:.3f}"
+    return (
+        f"{c.algo:<10}{c.grid_text:<14}{c.params_text:<{width}}"
+        f"{_overlap(c):<5}{c.kernel * 1e3:>12.3f} {e2e:>12}"
+    )
 
 
 def candidate_table(cands: list[Candidate], start: dict | None = None, header: bool = True) -> str:
     """One line per candidate; ``start`` maps id(candidate) to its rank when not 1, 2, ..."""
     w = _width(cands)
     head = (
-        f"{'#':>3} {_head(w)}{'GFLOP/s':>9}{'mem/rank':>12}{'words/rank':>12}{'words/bound':>12}  P"
+        f"{'#':>3} {_head(w)} {'GFLOP/s':>8} {'mem/rank':>11} {'words/rank':>11}"
+        f" {'words/bound':>11}  P"
     )
     lines = [head] if header else []
     for i, c in enumerate(cands):
         n = start[id(c)] if start else i + 1
         gf = c.plan.flops / c.seconds / 1e9 if c.seconds else 0.0
-        ratio = f"{c.words_ratio:>12.2f}" if c.words_ratio is not None else f"{'-':>12}"
+        ratio = f" {c.words_ratio:>11.2f}" if c.words_ratio is not None else f" {'-':>11}"
         lines.append(
-            f"{n:>3} {_row(c, w)}{gf:>9.1f}{format_bytes(c.memory):>12}"
-            f"{c.words:>12.4g}{ratio}  {'*' if c.pareto else ''}"
+            f"{n:>3} {_row(c, w)} {gf:>8.1f} {format_bytes(c.memory):>11}"
+            f" {c.words:>11.4g}{ratio}  {'*' if c.pareto else ''}"
         )
     return "\n".join(lines)
 
@@ -72,9 +73,9 @@ def measured_text(measured: list) -> str:
     by_meas = sorted(ok, key=lambda cs: cs[1])
     meas_rank = {id(c): i + 1 for i, (c, _) in enumerate(by_meas)}
     w = _width([c for c, _ in measured])
-    lines = ["predicted vs measured:", f"{'pred#':>5} {'meas#':>5} {_head(w)}{'meas [ms]':>10}"]
+    lines = ["predicted vs measured:", f"{'pred#':>5} {'meas#':>5} {_head(w)} {'meas [ms]':>10}"]
     for i, (c, (s, note)) in enumerate(measured):
-        ms = f"{s * 1e3:>10.3f}" if s is not None else f"{'failed':>10}"
+        ms = f" {s * 1e3:>10.3f}" if s is not None else f" {'failed':>10}"
         lines.append(
             f"{i + 1:>5} {meas_rank.get(id(c), '-'):>5} {_row(c, w)}{ms}"
             + (f"  {note}" if note else "")

@@ -255,3 +255,14 @@ def test_measured_layout_changes_price_redistributions(tmp_path):
     assert loads([0], [1], [1 << 20], g, 4, 4.0) == (0.25, 1 << 20, 1 << 20)
     want = (costs[0] + costs[1] * 0.25 + (costs[2] + costs[3]) * (1 << 20)) * g / 2
     assert transfer_seconds(lone, 4, prof, g) == pytest.approx(want)
+
+
+def test_plan_table_columns_never_run_together():
+    from bench.plan_view import candidate_table
+    from bench.planner import Candidate
+
+    plan = get("t10").plan((8192, 8192, 8192), 8192, fop=(16, 32, 16))
+    c = Candidate("t10", {"fop": (16, 32, 16), "pace": 1}, True, plan, seconds=964.0, kernel=600.0)
+    c.bound, c.words = 1.0, 2
+    row = candidate_table([c]).splitlines()[1].split()
+    assert row[6:8] == ["600000.000", "964000.000"]  # kernel and e2e [ms]
