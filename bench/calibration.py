@@ -19,7 +19,7 @@ COLL_SIZES = [1 << s for s in range(10, 25, 2)]  # 1 KiB .. 16 MiB
 GEMM_GRID = (16, 96, 320, 1024, 3072)
 
 
-def _iters(nbytes: int, quick: bool) -> tuple[int, int]:
+def iters(nbytes: int, quick: bool) -> tuple[int, int]:
     """(warm-up, timed) iterations for a message size, OSU-like."""
     if quick:
         return 2, 5 if nbytes > 1 << 20 else 20
@@ -30,7 +30,7 @@ def _iters(nbytes: int, quick: bool) -> tuple[int, int]:
     return 5, 20
 
 
-def pingpong(world, quick: bool, sizes=None, iters=_iters, wait=None) -> list[tuple[int, float]]:
+def pingpong(world, quick: bool, sizes=None, iters=iters, wait=None) -> list[tuple[int, float]]:
     """[(bytes, one-way seconds)] between ranks 0 and 1, ``iters(n, quick)`` giving the
     (warm-up, timed) iterations; the others wait in ``wait(world)`` (default: asleep)."""
     wait = wait or sleep_until_all
@@ -47,14 +47,14 @@ def pingpong(world, quick: bool, sizes=None, iters=_iters, wait=None) -> list[tu
             other = 1 - rank
             for i in range(warm + timed):
                 if i == warm:
-                    t0 = _now()
+                    t0 = now()
                 if rank == 0:
                     world.Send(buf, dest=other, tag=1)
                     world.Recv(buf, source=other, tag=1)
                 else:
                     world.Recv(buf, source=other, tag=1)
                     world.Send(buf, dest=other, tag=1)
-            elapsed = (_now() - t0) / timed / 2
+            elapsed = (now() - t0) / timed / 2
         wait(world)
         out.append((n, world.bcast(elapsed, root=0)))
     return out
@@ -76,7 +76,7 @@ def collective_factors(coll: dict, g: int, small, large) -> dict[str, float]:
     return factors
 
 
-def _now() -> float:
+def now() -> float:
     from mpi4py import MPI
 
     return MPI.Wtime()
@@ -90,7 +90,7 @@ def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
     return max(float(alpha), 1e-9), max(float(beta), 1e-15)
 
 
-def collectives(world, quick: bool, sizes=None, iters=_iters) -> dict[str, list[list[float]]]:
+def collectives(world, quick: bool, sizes=None, iters=iters) -> dict[str, list[list[float]]]:
     """{kind: [[bytes, avg s, min s, max s], ...]} on ``world``; bytes as Event.nbytes means;
     ``iters(nbytes, quick)`` gives the (warm-up, timed) iterations."""
     out: dict[str, list] = {k: [] for k in COMM_KINDS}
@@ -99,22 +99,22 @@ def collectives(world, quick: bool, sizes=None, iters=_iters) -> dict[str, list[
     if sizes is None:
         sizes = COLL_SIZES[::2] if quick else COLL_SIZES
     for n in sizes:
-        nbytes, ops = _collective_ops(world, n)
+        nbytes, ops = collective_ops(world, n)
         warm, timed = iters(nbytes, quick)
         for kind, op in ops.items():
             for _ in range(warm):
                 op()
             world.Barrier()
-            t0 = _now()
+            t0 = now()
             for _ in range(timed):
                 op()
-            t = (_now() - t0) / timed
+            t = (now() - t0) / timed
             ts = world.allgather(t)
             out[kind].append([nbytes, float(np.mean(ts)), min(ts), max(ts)])
     return out
 
 
-def _collective_ops(world, n: int) -> tuple[int, dict]:
+def collective_ops(world, n: int) -> tuple[int, dict]:
     """(bytes as Event.nbytes means, {kind: a call of that collective}) for about ``n`` bytes
     of float32 on ``world``."""
     from mpi4py import MPI
@@ -162,10 +162,10 @@ def gemm_rates(world, quick: bool, cores: int) -> dict[str, list[list[float]]]:
                 c, tmp = np.zeros((m, n), dtype), np.zeros((m, n), dtype)
                 gemm_rows(a, b, c, True, tmp)  # warm-up
                 reps = 1 if quick else max(2, min(50, int(2e9 / (2 * m * k * n))))
-                t0 = _now()
+                t0 = now()
                 for _ in range(reps):
                     gemm_rows(a, b, c, True, tmp)
-                times[i] = (_now() - t0) / reps
+                times[i] = (now() - t0) / reps
             sleep_until_all(world)
             measured = np.array([t for t in world.allgather(times) if t[0] > 0])
             passes.append(np.median(measured, axis=0))
@@ -182,10 +182,10 @@ def copy_bandwidth(world, cores: int) -> float:
     t = 0.0
     sleep_until_all(world)
     if world.Get_rank() < cores:
-        t0 = _now()
+        t0 = now()
         for _ in range(10):
             np.copyto(dst, src)
-        t = (_now() - t0) / 10
+        t = (now() - t0) / 10
     sleep_until_all(world)
     return src.nbytes / float(np.median([x for x in world.allgather(t) if x > 0]))
 
@@ -222,10 +222,10 @@ def oversubscription(world, cores: int, quick: bool) -> dict | None:
         sleep_until_all(world)
         span = None
         if rank < cores:
-            t0 = _now()
+            t0 = now()
             for _ in range(reps):
                 gemm_rows(a, b, c, True, tmp)
-            span = (t0, _now())
+            span = (t0, now())
         sleep_until_all(world)
         spans = [x for x in world.allgather(span) if x is not None]
         return (max(e for _, e in spans) - min(s for s, _ in spans)) / reps
@@ -233,11 +233,11 @@ def oversubscription(world, cores: int, quick: bool) -> dict | None:
     def shared() -> float:
         """Every rank working, between MPI barriers, as in a run."""
         world.Barrier()
-        t0 = _now()
+        t0 = now()
         for _ in range(reps):
             gemm_rows(a, b, c, True, tmp)
         world.Barrier()
-        return world.bcast((_now() - t0) / reps, root=0)
+        return world.bcast((now() - t0) / reps, root=0)
 
     alone_s = min(alone() for _ in range(2))
     shared_s = min(shared() for _ in range(2))

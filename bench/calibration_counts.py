@@ -10,12 +10,12 @@ from bench.model.profile import fit_alltoallv
 from topology.costs import EAGER_LIMIT
 
 from .calibration import (
-    _collective_ops,
-    _iters,
-    _now,
     collective_factors,
+    collective_ops,
     collectives,
     fit,
+    iters,
+    now,
     oversubscription,
     pingpong,
     sleep_until_all,
@@ -71,10 +71,10 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
 
 
 def _count_iters(nbytes: int, quick: bool) -> tuple[int, int]:
-    """(warm-up, timed) ping-pong iterations at each rank count: fewer than :func:`_iters`,
+    """(warm-up, timed) ping-pong iterations at each rank count: fewer than :func:`iters`,
     since every count is measured."""
     if quick:
-        return _iters(nbytes, True)
+        return iters(nbytes, True)
     return 10, 200 if nbytes < 1 << 16 else 20
 
 
@@ -127,20 +127,20 @@ def sliced_collectives(comm, quick: bool) -> dict[str, list[list[float]]]:
 
     def lap(op=None) -> float:
         comm.Barrier()
-        t0 = _now()
+        t0 = now()
         for _ in range(reps):
             gemm_rows(x, x, c, True, tmp)
             if op is not None:
                 op()
         comm.Barrier()
-        return comm.bcast(_now() - t0, root=0) / reps
+        return comm.bcast(now() - t0, root=0) / reps
 
     lap()  # warm-up
     alone = float(np.median([lap() for _ in range(3)]))
     # the barrier every run closes a repetition with (bench/runner.py), as the model prices it
     out: dict[str, list] = {"barrier": [[0, max(lap(comm.Barrier) - alone, 0.0)]]}
     for n in SLICED_COLL_SIZES[1:] if quick else SLICED_COLL_SIZES:
-        nbytes, ops = _collective_ops(comm, n)
+        nbytes, ops = collective_ops(comm, n)
         for kind, op in ops.items():
             op()  # warm-up
             out.setdefault(kind, []).append([nbytes, max(lap(op) - alone, 0.0)])
@@ -176,10 +176,10 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
             laps = []
             for _ in range(3 if quick else 8):
                 comm.Barrier()
-                t0 = _now()
+                t0 = now()
                 plan(block, comm)
                 comm.Barrier()
-                laps.append(_now() - t0)
+                laps.append(now() - t0)
             counts = exchange_counts(src, smesh, dst, dmesh)
             s, d = np.nonzero(counts)
             load = loads(s, d, counts[s, d], g, 4, g / cores)

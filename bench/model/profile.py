@@ -200,9 +200,8 @@ class Profile:
         if g > self.cores and sharing:
             rows = [r for c in sharing for r in c["alltoallv"]["timed"]]
             scale = [c["ranks"] / self.cores for c in sharing for _ in c["alltoallv"]["timed"]]
-            if "_a2av_unit" not in self.__dict__:  # once per profile
-                self.__dict__["_a2av_unit"] = fit_alltoallv(rows, scale)
-            return {k: v * g / self.cores for k, v in self.__dict__["_a2av_unit"].items()}
+            unit = self._once("a2av_unit", lambda: fit_alltoallv(rows, scale))
+            return {k: v * g / self.cores for k, v in unit.items()}
         fitting = [c for c in measured if c["ranks"] <= self.cores] or measured
         gs = [c["ranks"] for c in fitting]
         return {
@@ -216,8 +215,9 @@ class Profile:
         messages, which a relative fit would let lead) to its times on g ranks for every count
         g measured above the cores, each divided by g / cores: the cores share out every
         rank's part. Once per profile; {} if none was measured."""
-        if "_sliced" in self.__dict__:
-            return self.__dict__["_sliced"]
+        return self._once("sliced", self._fit_sliced)
+
+    def _fit_sliced(self) -> dict:
         rows: dict[str, list] = {}
         for c in self.counts:
             g = c["ranks"]
@@ -228,12 +228,17 @@ class Profile:
                         collective_seconds(kind, n, g, 0.0, 1.0),
                     )
                     rows.setdefault(kind, []).append(([u * g / self.cores for u in unit], sec))
-        fitted = {
+        return {
             kind: tuple(fit_nonnegative([x for x, _ in r], [t for _, t in r], relative=False))
             for kind, r in rows.items()
         }
-        self.__dict__["_sliced"] = fitted
-        return fitted
+
+    def _once(self, key: str, make):
+        """``make()``, computed once per profile: memos live beside the frozen fields."""
+        memo = self.__dict__.setdefault("_memo", {})
+        if key not in memo:
+            memo[key] = make()
+        return memo[key]
 
     def alltoallv_seconds(self, loads) -> float:
         """A redistribution with ``loads`` (messages, bytes, copied bytes:
