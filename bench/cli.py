@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from .errors import UsageError
@@ -73,6 +74,13 @@ def main(argv: list[str] | None = None) -> int:
         if _rank() == 0:
             print(f"distmm {args.command}: error: {err}", file=sys.stderr, flush=True)
         return 2
+    except BrokenPipeError:
+        if "mpi4py.MPI" in sys.modules:  # a job's ranks abort together (bench/machine.py)
+            raise
+        # the reader of our output left (`distmm plan ... | head`): stop quietly, as Unix
+        # tools do, with nothing more to flush into the closed pipe at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -266,3 +266,17 @@ def test_plan_table_columns_never_run_together():
     c.bound, c.words = 1.0, 2
     row = candidate_table([c]).splitlines()[1].split()
     assert row[6:8] == ["600000.000", "964000.000"]  # kernel and e2e [ms]
+
+
+def test_plan_into_a_closed_pipe_stops_quietly(profile_file):
+    """`distmm plan ... | head -1`: no traceback when the reader has left."""
+    import subprocess
+    import sys
+
+    argv = ["plan", "--shape", "2048,2048,2048", "--P", "8", "--profile", str(profile_file)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench.cli", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    proc.stdout.close()  # the reader leaves before the table is written
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and b"Traceback" not in err and b"BrokenPipe" not in err, err
