@@ -98,12 +98,6 @@ def print_phase_errors(table: pd.DataFrame) -> None:
         )
 
 
-def _spread(runs) -> float:
-    """The slowest round's time over the fastest's, for one run."""
-    seconds = [r["seconds"] for r, _ in runs]
-    return max(seconds) / min(seconds)
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--profile", default="results/profile.json")
@@ -161,6 +155,7 @@ def main() -> None:
             continue
         # the round with the median time: a slow spell of the shared machine lands on one round
         r, phases = sorted(runs[i], key=lambda rp: rp[0]["seconds"])[(len(runs[i]) - 1) // 2]
+        seconds = [x["seconds"] for x, _ in runs[i]]  # every round's, in order
         module, shape = get(algo), SHAPES[name]
         model_bytes = bytes_per_rank(module, module.plan(shape, P), np.float32)
         counted = r["bytes_sent_per_rank"]
@@ -177,8 +172,11 @@ def main() -> None:
                 "comm share": 1 - r["compute_seconds"] / r["seconds"],
                 "bytes counted/model": ratio,
                 "bytes equal per rank": counted == model_bytes,
-                **({"spread": _spread(runs[i])} if args.rounds > 1 else {}),
-                **({"rounds_s": [x["seconds"] for x, _ in runs[i]]} if args.rounds > 1 else {}),
+                **(
+                    {"spread": max(seconds) / min(seconds), "rounds_s": seconds}
+                    if args.rounds > 1
+                    else {}
+                ),
                 **({"phases": phases} if args.phases else {}),
             }
         )
