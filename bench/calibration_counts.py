@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.model.profile import fit_alltoallv
+from bench.model.fits import fit_alltoallv
 from topology.costs import EAGER_LIMIT
 
 from .calibration import (
@@ -155,7 +155,7 @@ A2AV_MOVES = (("cols", "block"), ("block-cyclic:64", "block"), ("rows", "cols"))
 
 def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
     """{"start", "message", "byte", "copy", "timed"}: a redistribution at this rank count,
-    fitted (Profile.fit_alltoallv) to whole layout changes (layouts.transfer: packing,
+    fitted (bench.model.fits.fit_alltoallv) to whole layout changes (layouts.transfer: packing,
     Alltoallv, unpacking and the kept part's copy) timed barrier to barrier as a run's phase
     is, for each of A2AV_MOVES on a square float32 matrix of A2AV_BYTES per rank. "timed" holds
     each as [messages, bytes, copied bytes, seconds], the loads the model prices

@@ -219,7 +219,7 @@ def _measured(g, costs, cores=2):
 
 
 def test_measured_layout_changes_price_redistributions(tmp_path):
-    from bench.model.profile import fit_alltoallv
+    from bench.model.fits import fit_alltoallv
     from bench.model.redistribution import loads
 
     costs = (1e-4, 3e-5, 2e-10, 1e-10)

@@ -119,6 +119,28 @@ def test_collectives_above_the_cores_fitted_over_every_count(tmp_path):
     )
 
 
+def test_a_collective_timed_in_a_slow_spell_does_not_pull_its_fit():
+    """One timing far off the others' fit (the machine busy elsewhere for a moment) is
+    dropped and the rest fitted again: the exact parameters come back."""
+    from bench.model.fits import fit_collectives
+    from topology.costs import collective_seconds
+
+    alpha, beta = 3e-4, 2e-10
+
+    def count(g, slow=1.0):
+        rows = [
+            [n, collective_seconds("shift", n, g, alpha, beta) * g / 2]
+            for n in (4096, 1 << 18, 1 << 21)
+        ]
+        rows[-1][1] *= slow
+        return {"ranks": g, "collectives": {"shift": rows}}
+
+    counts = [count(g) for g in range(3, 15)] + [count(15, slow=10.0), count(16)]
+    assert fit_collectives(counts, 2)["shift"] == pytest.approx((alpha, beta))
+    counts[-2] = count(15)  # none off: the first fit stands
+    assert fit_collectives(counts, 2)["shift"] == pytest.approx((alpha, beta))
+
+
 def test_time_slicing_is_one_efficiency_for_every_count():
     """The median of the efficiencies measured above the cores, at most 1, for every count: a
     single count's value swings with the scheduler."""

@@ -2,7 +2,8 @@
 
 `distmm calibrate` writes it. Message and collective prices use the alpha-beta formulas of
 topology/costs.py with the fitted parameters, scaled by a measured factor per collective; with
-more ranks than cores, each collective's own alpha and beta fitted to its timings there.
+more ranks than cores, each collective's own alpha and beta fitted to its timings there
+(bench/model/fits.py).
 Redistributions are priced with coefficients fitted to whole layout changes timed at each rank
 count (:meth:`Profile.alltoallv_seconds`). GEMM rates are interpolated linearly in log(m),
 log(k), log(n) over the measured grid.
@@ -20,6 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from topology.costs import EAGER_LIMIT, collective_seconds, exchange_seconds
+
+from .fits import A2AV_TERMS, fit_alltoallv, fit_collectives
 
 
 class ProfileError(ValueError):
@@ -209,29 +212,10 @@ class Profile:
         }
 
     def sliced_fit(self) -> dict:
-        """{kind: (alpha, beta)}: each collective's formula (topology/costs.py) with one alpha
-        and one beta for all message sizes, fitted (:func:`fit_nonnegative`, least absolute
-        squares: the times are differences of two loops, near zero or noise for small
-        messages, which a relative fit would let lead) to its times on g ranks for every count
-        g measured above the cores, each divided by g / cores: the cores share out every
-        rank's part. Once per profile; {} if none was measured."""
-        return self._once("sliced", self._fit_sliced)
-
-    def _fit_sliced(self) -> dict:
-        rows: dict[str, list] = {}
-        for c in self.counts:
-            g = c["ranks"]
-            for kind, timed in c.get("collectives", {}).items() if g > self.cores else ():
-                for n, sec in timed:
-                    unit = (
-                        collective_seconds(kind, n, g, 1.0, 0.0),
-                        collective_seconds(kind, n, g, 0.0, 1.0),
-                    )
-                    rows.setdefault(kind, []).append(([u * g / self.cores for u in unit], sec))
-        return {
-            kind: tuple(fit_nonnegative([x for x, _ in r], [t for _, t in r], relative=False))
-            for kind, r in rows.items()
-        }
+        """{kind: (alpha, beta)}: each collective fitted to its times on all g ranks for every
+        count g measured above the cores (bench.model.fits.fit_collectives). Once per
+        profile; {} if none was measured."""
+        return self._once("sliced", lambda: fit_collectives(self.counts, self.cores))
 
     def _once(self, key: str, make):
         """``make()``, computed once per profile: memos live beside the frozen fields."""
@@ -313,42 +297,6 @@ class Profile:
         return rows
 
 
-A2AV_TERMS = ("start", "message", "byte", "copy")  # a redistribution's coefficients
-
-
-def fit_alltoallv(rows, scale=None) -> dict[str, float]:
-    """{term: coefficient} of start + message x M + byte x B + copy x C fitted
-    (:func:`fit_nonnegative`) to [M, B, C, seconds] rows (with ``scale``, one per row: to
-    seconds / scale)."""
-    x = np.array([[1.0, *r[:-1]] for r in rows], float)
-    if scale is not None:
-        x = x * np.asarray(scale, float)[:, None]
-    coef = fit_nonnegative(x, [r[-1] for r in rows])
-    return dict(zip(A2AV_TERMS, map(float, coef), strict=True))
-
-
-def fit_nonnegative(x, t, relative: bool = True) -> list[float]:
-    """Coefficients c >= 0 of t ~ x @ c with the least squared relative (or absolute) error:
-    the best of the least-squares fits over every subset of the columns whose coefficients are
-    all non-negative (the exact non-negative least squares for so few columns, without
-    importing scipy.optimize)."""
-    t = np.asarray(t, float)
-    weight = t if relative else np.ones_like(t)
-    x = np.asarray(x, float) / weight[:, None]
-    t = t / weight
-    best, coef = math.inf, np.zeros(x.shape[1])
-    for keep in itertools.product((True, False), repeat=x.shape[1]):
-        cols = np.array(keep)
-        if not cols.any():
-            continue
-        c = np.zeros(x.shape[1])
-        c[cols] = np.linalg.lstsq(x[:, cols], t, rcond=None)[0]
-        err = float(np.sum((x @ c - t) ** 2))
-        if (c >= 0).all() and err < best:
-            best, coef = err, c
-    return [float(v) for v in coef]
-
-
 @dataclass(frozen=True)
 class _GemmRates:
     """Seconds per flop over a measured m x k x n grid, linear in the logs of the sizes (what
@@ -396,4 +344,4 @@ class _GemmRates:
         return out
 
 
-__all__ = ["A2AV_TERMS", "Profile", "ProfileError", "fit_alltoallv", "fit_nonnegative"]
+__all__ = ["Profile", "ProfileError"]

@@ -1,0 +1,88 @@
+"""The least-squares fits a machine profile's prices come from: collectives above the cores
+and whole layout changes, all non-negative."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from topology.costs import collective_seconds
+
+A2AV_TERMS = ("start", "message", "byte", "copy")  # a redistribution's coefficients
+
+
+def fit_alltoallv(rows, scale=None) -> dict[str, float]:
+    """{term: coefficient} of start + message x M + byte x B + copy x C fitted
+    (:func:`fit_nonnegative`) to [M, B, C, seconds] rows (with ``scale``, one per row: to
+    seconds / scale)."""
+    x = np.array([[1.0, *r[:-1]] for r in rows], float)
+    if scale is not None:
+        x = x * np.asarray(scale, float)[:, None]
+    coef = fit_nonnegative(x, [r[-1] for r in rows])
+    return dict(zip(A2AV_TERMS, map(float, coef), strict=True))
+
+
+def fit_nonnegative(x, t, relative: bool = True) -> list[float]:
+    """Coefficients c >= 0 of t ~ x @ c with the least squared relative (or absolute) error:
+    the best of the least-squares fits over every subset of the columns whose coefficients are
+    all non-negative (the exact non-negative least squares for so few columns, without
+    importing scipy.optimize)."""
+    t = np.asarray(t, float)
+    weight = t if relative else np.ones_like(t)
+    x = np.asarray(x, float) / weight[:, None]
+    t = t / weight
+    best, coef = math.inf, np.zeros(x.shape[1])
+    for keep in itertools.product((True, False), repeat=x.shape[1]):
+        cols = np.array(keep)
+        if not cols.any():
+            continue
+        c = np.zeros(x.shape[1])
+        c[cols] = np.linalg.lstsq(x[:, cols], t, rcond=None)[0]
+        err = float(np.sum((x @ c - t) ** 2))
+        if (c >= 0).all() and err < best:
+            best, coef = err, c
+    return [float(v) for v in coef]
+
+
+def fit_collectives(counts, cores: int) -> dict:
+    """{kind: (alpha, beta)}: each collective's formula (topology/costs.py) with one alpha and
+    one beta for all message sizes, fitted (:func:`_trimmed_fit`, least absolute squares: the
+    times are differences of two loops, near zero or noise for small messages, which a
+    relative fit would let lead) to what calibrate timed on all g ranks for every count g
+    above the cores (bench/calibration_counts.py: "collectives", [[bytes, seconds]]), each
+    divided by g / cores: the cores share out every rank's part. {} if none was timed."""
+    rows: dict[str, list] = {}
+    for c in counts:
+        g = c["ranks"]
+        for kind, timed in c.get("collectives", {}).items() if g > cores else ():
+            for n, sec in timed:
+                unit = (
+                    collective_seconds(kind, n, g, 1.0, 0.0),
+                    collective_seconds(kind, n, g, 0.0, 1.0),
+                )
+                rows.setdefault(kind, []).append(([u * g / cores for u in unit], sec))
+    return {kind: _trimmed_fit(r) for kind, r in rows.items()}
+
+
+OUTLIER = 4.0  # a timing this many times the median residual off the first fit is dropped
+
+
+def _trimmed_fit(rows) -> tuple[float, ...]:
+    """:func:`fit_nonnegative` (absolute) to [(x, seconds)] rows, then again without the rows
+    more than OUTLIER x the median residual off it. A slow spell of the machine during one
+    timing (a shift on 15 ranks on 2 cores: 9 ms per rank per core where the other counts took
+    0.1-2 ms) priced every 1 MiB shift 2.3x what the other timings' fit does, and a profile
+    with such spells predicted runs at P = 2 ... 16 a median 22% off (7% with this trim)."""
+    x = np.array([x for x, _ in rows], float)
+    t = np.array([t for _, t in rows], float)
+    coef = fit_nonnegative(x, t, relative=False)
+    off = np.abs(x @ coef - t)
+    keep = off <= OUTLIER * np.median(off)
+    if keep.sum() >= max(3, x.shape[1]) and not keep.all():
+        coef = fit_nonnegative(x[keep], t[keep], relative=False)
+    return tuple(coef)
+
+
+__all__ = ["A2AV_TERMS", "fit_alltoallv", "fit_collectives", "fit_nonnegative"]
