@@ -201,15 +201,18 @@ class Profile:
             return None
         sharing = [c for c in measured if c["ranks"] > self.cores]
         if g > self.cores and sharing:
-            rows = [r for c in sharing for r in c["alltoallv"]["timed"]]
-            scale = [c["ranks"] / self.cores for c in sharing for _ in c["alltoallv"]["timed"]]
-            unit = self._once("a2av_unit", lambda: fit_alltoallv(rows, scale))
+            unit = self._once("a2av_unit", lambda: self._fit_alltoallv_sharing(sharing))
             return {k: v * g / self.cores for k, v in unit.items()}
         fitting = [c for c in measured if c["ranks"] <= self.cores] or measured
         gs = [c["ranks"] for c in fitting]
         return {
             k: float(np.interp(g, gs, [c["alltoallv"][k] for c in fitting])) for k in A2AV_TERMS
         }
+
+    def _fit_alltoallv_sharing(self, sharing: list[dict]) -> dict:
+        rows = [r for c in sharing for r in c["alltoallv"]["timed"]]
+        scale = [c["ranks"] / self.cores for c in sharing for _ in c["alltoallv"]["timed"]]
+        return fit_alltoallv(rows, scale)
 
     def sliced_fit(self) -> dict:
         """{kind: (alpha, beta)}: each collective fitted to its times on all g ranks for every
