@@ -37,6 +37,7 @@ from .calibration import (
     copy_bandwidth,
     fit,
     gemm_rates,
+    gemm_threads,
     pingpong,
     sleep_until_all,
 )
@@ -124,6 +125,10 @@ def main(args) -> int:
         fl = 2 * m * k * n / 1e9
         say(f"{m:>6} {k:>6} {n:>6} {fl / r32[3]:>18.1f} {fl / r64[3]:>18.1f}")
 
+    threaded = gemm_threads(world, args.quick, facts["cores"])
+    if threaded:
+        _say_threads(say, threaded, gemm["float32"])
+
     copy_bw = copy_bandwidth(world, facts["cores"])
     say(f"\n# local copy: {copy_bw / 1e9:.2f} GB/s per core (16 MiB arrays)")
     cores = facts["cores"]
@@ -187,6 +192,7 @@ def main(args) -> int:
         "collectives": coll,
         "collective_factor": factors,
         "gemm": gemm,
+        "gemm_threads": threaded,
         "oversubscription": shared,
         "copy_bandwidth": copy_bw,
         "counts": counts,
@@ -197,6 +203,19 @@ def main(args) -> int:
         say(f"\nwrote {out}")
     world.Barrier()
     return 0
+
+
+def _say_threads(say, threaded: dict, one_thread: list) -> None:
+    one = {tuple(r[:3]): r[3] for r in one_thread}
+    ts = sorted(threaded, key=int)
+    say(
+        "\n# GEMM with t BLAS threads per rank (cores // t ranks at once, as a run of that many "
+        "has them), float32: speedup over one thread"
+    )
+    say(f"{'m':>6} {'k':>6} {'n':>6} " + " ".join(f"{'t=' + t:>7}" for t in ts))
+    for i, (m, k, n, _) in enumerate(threaded[ts[0]]):
+        speedups = (one[(m, k, n)] / threaded[t][i][3] for t in ts)
+        say(f"{m:>6} {k:>6} {n:>6} " + " ".join(f"{x:>7.2f}" for x in speedups))
 
 
 def _say_above_cores(say, counts: list[dict], cores: int, gemm: dict) -> None:

@@ -142,36 +142,73 @@ GEMM_PASSES = 3  # times each GEMM shape is timed, in passes over the whole grid
 def gemm_rates(world, quick: bool, cores: int) -> dict[str, list[list[float]]]:
     """{dtype: [[m, k, n, seconds]]} over the GEMM_GRID shapes, timed through the same kernel
     path the communication layer uses (GEMM into a scratch tile, then accumulate): one core per
-    rank, at most `cores` ranks at once, each shape repeated for about 20 ms, in GEMM_PASSES
-    passes over the grid, the median kept: one pass put the same shape's rate anywhere from
-    52 to 83 GFLOP/s in five calibrations here (a neighbour's burst hits a shape, not the
-    grid)."""
-    from algorithms.local_gemm import gemm_rows
-
-    rank = world.Get_rank()
+    rank (one BLAS thread, whatever the job's ranks per node give), at most `cores` ranks at
+    once, each shape repeated for about 20 ms, in GEMM_PASSES passes over the grid, the median
+    kept: one pass put the same shape's rate anywhere from 52 to 83 GFLOP/s in five
+    calibrations here (a neighbour's burst hits a shape, not the grid)."""
     grid = GEMM_GRID[::2] if quick else GEMM_GRID
     shapes = [(m, k, n) for m in grid for k in grid for n in grid]
     out: dict[str, list] = {}
     for dtype in ("float32", "float64"):
-        passes = []
-        for _ in range(1 if quick else GEMM_PASSES):
-            times = [0.0] * len(shapes)
-            sleep_until_all(world)  # once a pass: the measuring ranks keep pace on their own
-            for i, (m, k, n) in enumerate(shapes if rank < cores else ()):
-                a, b = np.ones((m, k), dtype), np.ones((k, n), dtype)
+        seconds = _timed_passes(world, quick, shapes, dtype, world.Get_rank() < cores, 1)
+        out[dtype] = [[*shape, float(t)] for shape, t in zip(shapes, seconds, strict=True)]
+    return out
+
+
+# m, k and n of the shapes timed with several BLAS threads per rank (on GEMM_GRID, which gives
+# their one-thread times); quick: those on GEMM_GRID[::2]
+THREAD_GRID = (96, 1024, 3072)
+
+
+def gemm_threads(world, quick: bool, cores: int) -> dict[str, list[list[float]]]:
+    """{t: [[m, k, n, seconds]]} (float32) for every count t > 1 of BLAS threads a run gives a
+    rank on this node (bench.machine.blas_threads: cores // g for g ranks), each with
+    cores // t ranks at once (at most the job's), each rank t threads, as a run of that many
+    ranks computes: what the one-thread rates do not say. On a 16-core machine here, runs at
+    P = 2 and 4 (8 and 4 threads per rank) took a quarter and a half of what one-thread rates
+    predicted."""
+    from bench.machine import blas_threads
+
+    grid = [x for x in GEMM_GRID[::2] if x > 16] if quick else THREAD_GRID
+    shapes = [(m, k, n) for m in grid for k in grid for n in grid]
+    out: dict[str, list] = {}
+    for t in sorted({blas_threads(cores, g) for g in range(1, cores + 1)} - {1}):
+        active = world.Get_rank() < min(cores // t, world.Get_size())
+        seconds = _timed_passes(world, quick, shapes, "float32", active, t)
+        out[str(t)] = [[*shape, float(s)] for shape, s in zip(shapes, seconds, strict=True)]
+    return out
+
+
+def _timed_passes(world, quick: bool, shapes, dtype: str, active: bool, threads: int):
+    """Each shape's seconds per GEMM, the median over GEMM_PASSES passes of the median over
+    the active ranks (the others asleep), each active rank with ``threads`` BLAS threads."""
+    from threadpoolctl import threadpool_limits
+
+    from algorithms.local_gemm import gemm_rows
+
+    # random operands, as a run's blocks are: ones or zeros draw less power, and a node whose
+    # cores are all busy may clock higher on them (on one core here the rate was the same)
+    largest = max(max(m * k, k * n) for m, k, n in shapes) if active else 0
+    data = np.random.default_rng(world.Get_rank()).standard_normal(2 * largest, dtype=dtype)
+    passes = []
+    for _ in range(1 if quick else GEMM_PASSES):
+        times = [0.0] * len(shapes)
+        sleep_until_all(world)  # once a pass: the measuring ranks keep pace on their own
+        with threadpool_limits(limits=threads, user_api="blas"):
+            for i, (m, k, n) in enumerate(shapes if active else ()):
+                a = data[: m * k].reshape(m, k)
+                b = data[largest : largest + k * n].reshape(k, n)
                 c, tmp = np.zeros((m, n), dtype), np.zeros((m, n), dtype)
                 gemm_rows(a, b, c, True, tmp)  # warm-up
-                reps = 1 if quick else max(2, min(50, int(2e9 / (2 * m * k * n))))
+                reps = 1 if quick else max(2, min(50, int(2e9 * threads / (2 * m * k * n))))
                 t0 = now()
                 for _ in range(reps):
                     gemm_rows(a, b, c, True, tmp)
                 times[i] = (now() - t0) / reps
-            sleep_until_all(world)
-            measured = np.array([t for t in world.allgather(times) if t[0] > 0])
-            passes.append(np.median(measured, axis=0))
-        seconds = np.median(np.array(passes), axis=0)
-        out[dtype] = [[*shape, float(t)] for shape, t in zip(shapes, seconds, strict=True)]
-    return out
+        sleep_until_all(world)
+        measured = np.array([t for t in world.allgather(times) if t[0] > 0])
+        passes.append(np.median(measured, axis=0))
+    return np.median(np.array(passes), axis=0)
 
 
 def copy_bandwidth(world, cores: int) -> float:

@@ -126,7 +126,8 @@ def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tu
         f"network {links.name}: alpha {a * 1e6:.2f} us, {bw / 1e9:.3g} GB/s per node "
         f"({lanes} link(s), shared by {links.share('node'):g} rank(s)) [preset]",
         f"node: {profile.cores} cores, GEMM rates and copy bandwidth from the profile "
-        f"[measured]; {rpn} rank(s) per node: computation x{pred.oversubscription:.2f}",
+        f"[measured]; {rpn} rank(s) per node ({profile.threads_text(rpn)}): computation "
+        f"x{pred.oversubscription:.2f}",
         *(f"  {name}  {text}" for name, text in plan.describe().items()),
         f"{'phase':<16}{'predicted [s]':>14}{'in full [s]':>13}  source",
         *(

@@ -104,7 +104,8 @@ def _on_mesh(args, module, plan, profile, rpn: int, started, users) -> tuple[dic
     M, K, N = plan.shape
     lines = [
         f"distmm predict {plan.algo}: P={plan.P} grid={'x'.join(map(str, plan.grid))} "
-        f"shape={M}x{K}x{N} {args.dtype} ({rpn} rank(s) per node, {profile.cores} cores)",
+        f"shape={M}x{K}x{N} {args.dtype} ({rpn} rank(s) per node, {profile.cores} cores, "
+        f"{profile.threads_text(rpn)})",
         *(f"  {name}  {text}" for name, text in plan.describe().items()),
         f"{'phase':<16}{'predicted [s]':>14}",
         *(

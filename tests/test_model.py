@@ -185,6 +185,51 @@ def test_time_slicing_is_taken_against_the_profiles_own_gemm_rates(tmp_path):
     assert Profile.load(_write(tmp_path, data)).efficiency() == 0.5
 
 
+def test_gemms_below_the_cores_are_priced_with_the_blas_threads_a_rank_has(tmp_path):
+    """A run of g ranks on c cores gives each rank c // g BLAS threads (bench.machine): its
+    GEMMs are priced at the share of the one-thread time calibrate measured with that many
+    threads, linear in t between the counts measured; at or above the cores, one thread. A
+    profile from before calibrate measured threads prices one thread everywhere."""
+    from conftest import PROFILE
+
+    from bench.model.gemm_rates import Threading
+
+    one = [[m, 512, n, 2e-11 * m * 512 * n] for m in (256, 1024) for n in (256, 1024)]
+
+    def rows(share_small, share_large):  # the share at m = 256 and at m = 1024
+        return [[m, k, n, s * (share_small if m == 256 else share_large)] for m, k, n, s in one]
+
+    data = {
+        **PROFILE,
+        "machine": {"cores": 8},
+        "gemm": {"float32": one},
+        "gemm_threads": {"8": rows(0.5, 0.2), "2": rows(0.9, 0.6)},
+    }
+    prof = Profile.load(_write(tmp_path, data))
+    base = prof.gemm_seconds(1024, 512, 1024, "float32")
+    assert prof.at(1).threads == 8 and prof.at(4).threads == 2 and prof.at(9).threads == 1
+    assert prof.at(1).gemm_seconds(1024, 512, 1024, "float32") == pytest.approx(0.2 * base)
+    assert prof.at(4).gemm_seconds(1024, 512, 1024, "float32") == pytest.approx(0.6 * base)
+    assert prof.at(8).gemm_seconds(1024, 512, 1024, "float32") == base
+    assert prof.at(16).gemm_seconds(1024, 512, 1024, "float32") == base
+    # 4 threads (2 ranks) were not measured here: between 2 and 8 threads, linear in t
+    share = prof.threading().share(4, (256, 512, 256))
+    assert share == pytest.approx(0.9 + (0.5 - 0.9) * 2 / 6)
+    for rpn in (1, 2, 3, 4, 8):  # the planner's bound: no GEMM priced below the least rate
+        at = prof.at(rpn)
+        for m, k, n in [(256, 512, 256), (700, 512, 300), (1024, 512, 1024), (99, 9, 5000)]:
+            assert at.gemm_seconds(m, k, n, "float32") >= at.least_seconds_per_flop("float32") * (
+                2 * m * k * n
+            ) * (1 - 1e-12)
+    del data["gemm_threads"]
+    old = Profile.load(_write(tmp_path, data))
+    assert old.at(1).gemm_seconds(1024, 512, 1024, "float32") == base
+    assert Threading().share(8, (64, 64, 64)) == 1.0
+    data["gemm_threads"] = {"2": [[64, 64, 64, 1e-5]]}  # not a shape of the one-thread grid
+    with pytest.raises(ProfileError, match="not on the one-thread grid"):
+        Profile.load(_write(tmp_path, data)).at(1).gemm_seconds(64, 64, 64, "float32")
+
+
 def _write(tmp_path, data):
     f = tmp_path / "legacy.json"
     f.write_text(json.dumps(data))
@@ -256,6 +301,8 @@ def test_predict_command(profile_file):
 
 
 def test_calibrate_trace_analyze(tmp_path):
+    from bench.machine import blas_threads, cores
+
     prof = tmp_path / "profile.json"
     r = distmm_mpi(2, "calibrate", "--quick", "--out", str(prof), timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -264,6 +311,10 @@ def test_calibrate_trace_analyze(tmp_path):
     assert data["machine"]["ranks"] == 2 and data["p2p"]["large"]["beta"] > 0
     assert data["collectives"]["alltoall"] and data["collective_factor"]["alltoall"] > 0
     assert "# alltoall on 2 ranks" in r.stdout
+    # GEMMs with every count of BLAS threads a run gives a rank on this node
+    threads = {blas_threads(cores(), g) for g in range(1, cores() + 1)} - {1}
+    assert set(data["gemm_threads"]) == {str(t) for t in threads}
+    assert all(row[3] > 0 for rows in data["gemm_threads"].values() for row in rows)
     (count,) = data["counts"]  # every rank count up to the job's: here 2
     assert count["ranks"] == 2 and count["efficiency"] > 0
     # the layout changes that price redistributions, timed at the count: one row per move

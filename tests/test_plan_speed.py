@@ -15,7 +15,7 @@ from algorithms import ALGORITHMS, get
 from algorithms.events import Event, make_event
 from algorithms.plan import PlanError
 from bench.model import Prediction, Profile, Pruned, price, schedule
-from bench.model.profile import _GemmRates
+from bench.model.gemm_rates import GemmRates
 from bench.model.resumable import Resumable
 from bench.planner import _option_sets, candidates, recommend
 
@@ -175,7 +175,7 @@ def test_gemm_rates_are_scipys_interpolation():
         for m, k, n, s in rows:
             table[axes[0].index(m), axes[1].index(k), axes[2].index(n)] = s / (2.0 * m * k * n)
         theirs = RegularGridInterpolator([np.log(a) for a in axes], table)
-        ours = _GemmRates.of(rows, "float32")
+        ours = GemmRates.of(rows)
         for _ in range(20):
             mkn = [rnd.choice([1, 7, 16, 33, 100, 512, 999, 5000]) for _ in range(3)]
             point = [

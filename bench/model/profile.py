@@ -11,18 +11,17 @@ log(k), log(n) over the measured grid.
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import json
-import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
+from bench.machine import blas_threads
 from topology.costs import EAGER_LIMIT, collective_seconds, exchange_seconds
 
 from .fits import A2AV_TERMS, fit_alltoallv, fit_collectives
+from .gemm_rates import GemmRates, Threading
 
 
 class ProfileError(ValueError):
@@ -37,7 +36,9 @@ class Profile:
     beta: float  # s per byte, small-message fit
     alpha_large: float  # large-message fit
     beta_large: float
-    gemm: dict = field(default_factory=dict)  # dtype -> [[m, k, n, seconds], ...]
+    gemm: dict = field(default_factory=dict)  # dtype -> [[m, k, n, seconds], ...], one thread
+    # BLAS threads per rank t -> [[m, k, n, seconds], ...] (float32), cores // t ranks at once
+    gemm_threads: dict = field(default_factory=dict)
     collective_factor: dict = field(default_factory=dict)  # kind -> measured / formula
     shared_efficiency: tuple = ()  # ((ranks per core, efficiency), ...) from calibration
     copy_bandwidth: float = 5e9  # bytes/s one core copies (read + write counted once)
@@ -57,6 +58,7 @@ class Profile:
     # with one rank per core (:meth:`sliced_fit`), times ``comm_scale`` = ranks per core
     sliced: dict | None = None
     ranks_per_node: int | None = None  # set by :meth:`at`
+    threads: int = 1  # BLAS threads per rank, set by :meth:`at` (bench.machine.blas_threads)
 
     @classmethod
     def load(cls, path: str | Path) -> Profile:
@@ -77,6 +79,7 @@ class Profile:
                 alpha_large=p2p["large"]["alpha"],
                 beta_large=p2p["large"]["beta"],
                 gemm=data["gemm"],
+                gemm_threads=data.get("gemm_threads", {}),
                 collective_factor=data.get("collective_factor", {}),
                 shared_efficiency=tuple(map(tuple, data.get("oversubscription", []))),
                 copy_bandwidth=float(data.get("copy_bandwidth", 5e9)),
@@ -134,8 +137,9 @@ class Profile:
         beta fitted to it over every count timed above the cores (:meth:`sliced_fit`), times
         ``comm_scale`` = ranks per core: the cores time-slice every rank's part of it. Profiles
         without those timings use the launched job's parameters slowed as GEMMs are
-        (:meth:`slowdown`), which counts the launched job's own time slicing twice. GEMMs and
-        copies are priced by the caller."""
+        (:meth:`slowdown`), which counts the launched job's own time slicing twice. GEMMs with
+        the BLAS threads a rank has there (``threads``); the callers slow GEMMs and copies down
+        above the cores (:meth:`slowdown`)."""
         if self.ranks_per_node is not None:
             if ranks_per_node != self.ranks_per_node:
                 raise ValueError(
@@ -187,6 +191,7 @@ class Profile:
                 counts=(),
                 ranks_per_node=ranks_per_node,
             )
+        out = replace(out, threads=blas_threads(self.cores, ranks_per_node))
         memo[ranks_per_node] = out
         return out
 
@@ -270,81 +275,60 @@ class Profile:
         return min(self.beta, self.beta_large) * factor * self.comm_scale
 
     def gemm_seconds(self, m: int, k: int, n: int, dtype: str) -> float:
-        """Seconds for one C += A @ B of shape (m, k, n) on one core: the calibrated seconds per
-        flop, interpolated linearly in log(m), log(k), log(n) over the measured grid (clamped
-        at its edges)."""
+        """Seconds for one C += A @ B of shape (m, k, n) on one rank: the calibrated seconds per
+        flop on one core, interpolated linearly in log(m), log(k), log(n) over the measured
+        grid (clamped at its edges), times the share of that a rank's ``threads`` BLAS threads
+        take (:class:`~bench.model.gemm_rates.Threading`)."""
         memo = self.__dict__.setdefault("_gemm_memo", {})
         key = (m, k, n, dtype)
         if key not in memo:
-            memo[key] = 2.0 * m * k * n * self._per_flop(dtype, (m, k, n))
+            memo[key] = (
+                2.0
+                * m
+                * k
+                * n
+                * self._rates(dtype).per_flop((m, k, n))
+                * self.threading().share(self.threads, (m, k, n))
+            )
         return memo[key]
 
     def least_seconds_per_flop(self, dtype: str) -> float:
-        """No GEMM of ``dtype`` is priced at less per flop: the interpolation is linear between
-        the measured rates and clamped at the grid's edges."""
-        memo = self.__dict__.setdefault("_least_memo", {})
-        if dtype not in memo:
-            memo[dtype] = min(sec / (2.0 * m * k * n) for m, k, n, sec in self._rows(dtype))
-        return memo[dtype]
+        """No GEMM of ``dtype`` is priced at less per flop (with ``threads`` BLAS threads)."""
+        return self._rates(dtype).least() * self.threading().least_share(self.threads)
 
-    def _per_flop(self, dtype: str, mkn: tuple[int, int, int]) -> float:
-        cache = self.__dict__.setdefault("_grids", {})
-        if dtype not in cache:
-            cache[dtype] = _GemmRates.of(self._rows(dtype), dtype)
-        return cache[dtype].per_flop(mkn)
+    def threading(self) -> Threading:
+        """How BLAS threads speed up a rank's GEMMs on this node (calibrate's float32 timings,
+        for every dtype)."""
+
+        def make() -> Threading:
+            try:
+                return Threading.of(self._rows("float32"), self.gemm_threads)
+            except ValueError as err:
+                raise ProfileError(str(err)) from None
+
+        return self._once("threading", make)
+
+    def threads_text(self, ranks_per_node: int) -> str:
+        """What `predict` says of the BLAS threads each rank's GEMMs are priced with."""
+        t = self.at(ranks_per_node).threads
+        if t > 1 and not self.gemm_threads:
+            return f"{t} BLAS threads per rank, GEMMs priced at one (re-run distmm calibrate)"
+        return f"{t} BLAS thread{'s' if t > 1 else ''} per rank"
+
+    def _rates(self, dtype: str) -> GemmRates:
+        def make() -> GemmRates:
+            try:
+                return GemmRates.of(self._rows(dtype))
+            except ValueError as err:
+                raise ProfileError(str(err)) from None
+
+        return self._once(("rates", dtype), make)
 
     def _rows(self, dtype: str) -> list:
         rows = self.gemm.get(dtype) or self.gemm.get("float32")
         if not rows:
             raise ProfileError(f"profile has no GEMM rates for {dtype}")
         return rows
-
-
-@dataclass(frozen=True)
-class _GemmRates:
-    """Seconds per flop over a measured m x k x n grid, linear in the logs of the sizes (what
-    scipy's RegularGridInterpolator computes; written out: importing scipy.interpolate takes
-    most of a second, more than a whole `distmm plan`)."""
-
-    logs: tuple[tuple[float, ...], ...]  # log of each axis's measured sizes
-    varying: tuple[int, ...]  # the axes measured at more than one size
-    table: np.ndarray  # seconds per flop over the varying axes (a 0-d array if none)
-
-    @classmethod
-    def of(cls, rows, dtype: str) -> _GemmRates:
-        if not rows:
-            raise ProfileError(f"profile has no GEMM rates for {dtype}")
-        axes = [sorted({r[i] for r in rows}) for i in range(3)]
-        table = np.full([len(a) for a in axes], np.nan)
-        for m, k, n, sec in rows:
-            table[axes[0].index(m), axes[1].index(k), axes[2].index(n)] = sec / (2.0 * m * k * n)
-        if np.isnan(table).any():
-            raise ProfileError(
-                "profile's GEMM table is not a full m x k x n grid (re-run distmm calibrate)"
-            )
-        logs = tuple(tuple(math.log(x) for x in a) for a in axes)
-        # an axis measured at one size does not vary the rate: interpolate over the others
-        varying = tuple(i for i, a in enumerate(axes) if len(a) > 1)
-        return cls(logs, varying, table.reshape([len(axes[i]) for i in varying]))
-
-    def per_flop(self, mkn: tuple[int, int, int]) -> float:
-        if not self.varying:
-            return float(self.table)
-        cell, weights = [], []
-        for i in self.varying:
-            grid = self.logs[i]
-            # clamped to the grid's edges: no extrapolation beyond the measured sizes
-            x = min(max(math.log(max(mkn[i], 1)), grid[0]), grid[-1])
-            j = min(max(bisect.bisect_left(grid, x) - 1, 0), len(grid) - 2)
-            cell.append(j)
-            weights.append((x - grid[j]) / (grid[j + 1] - grid[j]))
-        out = 0.0
-        for corner in itertools.product((0, 1), repeat=len(cell)):
-            w = 1.0
-            for c, t in zip(corner, weights, strict=True):
-                w *= t if c else 1.0 - t
-            out += w * float(self.table[tuple(j + c for j, c in zip(cell, corner, strict=True))])
-        return out
 
 
 __all__ = ["Profile", "ProfileError"]

@@ -96,7 +96,7 @@ def price(
         limit=limit,
         share=plan.flops / plan.P,
         # a hair under the cheapest rate: interpolation may round a rate a few ulps below it
-        per_flop=profile.least_seconds_per_flop(name) * slow * (1 - 1e-9),
+        per_flop=profile.at(ranks_per_node).least_seconds_per_flop(name) * slow * (1 - 1e-9),
         max_events=max_events,
         least_events=least_events,
         pause=pause,

@@ -1,0 +1,129 @@
+"""GEMM prices from `distmm calibrate`'s tables: seconds per flop on one core over the measured
+m x k x n grid (:class:`GemmRates`), and the share of that time a rank's GEMM takes with t BLAS
+threads (:class:`Threading`): a run with fewer ranks than cores gives each rank several
+(bench/machine.py's blas_threads), 8 per rank at P = 2 on 16 cores."""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class GemmRates:
+    """A value per flop over a measured m x k x n grid (seconds per flop, or a share of them),
+    linear in the logs of the sizes (what scipy's RegularGridInterpolator computes; written
+    out: importing scipy.interpolate takes most of a second, more than a whole `distmm plan`)."""
+
+    logs: tuple[tuple[float, ...], ...]  # log of each axis's measured sizes
+    varying: tuple[int, ...]  # the axes measured at more than one size
+    table: np.ndarray  # the values over the varying axes (a 0-d array if none)
+
+    @classmethod
+    def of(cls, rows) -> GemmRates:
+        """From calibrate's [[m, k, n, seconds], ...]: seconds per flop."""
+        return cls.of_values([(m, k, n, sec / (2.0 * m * k * n)) for m, k, n, sec in rows])
+
+    @classmethod
+    def of_values(cls, points) -> GemmRates:
+        """From [(m, k, n, value), ...] over a full m x k x n grid."""
+        if not points:
+            raise ValueError("profile has no GEMM rates")
+        axes = [sorted({r[i] for r in points}) for i in range(3)]
+        table = np.full([len(a) for a in axes], np.nan)
+        for m, k, n, value in points:
+            table[axes[0].index(m), axes[1].index(k), axes[2].index(n)] = value
+        if np.isnan(table).any():
+            raise ValueError(
+                "profile's GEMM table is not a full m x k x n grid (re-run distmm calibrate)"
+            )
+        logs = tuple(tuple(math.log(x) for x in a) for a in axes)
+        # an axis measured at one size does not vary the value: interpolate over the others
+        varying = tuple(i for i, a in enumerate(axes) if len(a) > 1)
+        return cls(logs, varying, table.reshape([len(axes[i]) for i in varying]))
+
+    def per_flop(self, mkn: tuple[int, int, int]) -> float:
+        if not self.varying:
+            return float(self.table)
+        cell, weights = [], []
+        for i in self.varying:
+            grid = self.logs[i]
+            # clamped to the grid's edges: no extrapolation beyond the measured sizes
+            x = min(max(math.log(max(mkn[i], 1)), grid[0]), grid[-1])
+            j = min(max(bisect.bisect_left(grid, x) - 1, 0), len(grid) - 2)
+            cell.append(j)
+            weights.append((x - grid[j]) / (grid[j + 1] - grid[j]))
+        out = 0.0
+        for corner in itertools.product((0, 1), repeat=len(cell)):
+            w = 1.0
+            for c, t in zip(corner, weights, strict=True):
+                w *= t if c else 1.0 - t
+            out += w * float(self.table[tuple(j + c for j, c in zip(cell, corner, strict=True))])
+        return out
+
+    def least(self) -> float:
+        """No point of the grid is priced lower: the interpolation is linear between the
+        measured values and clamped at the grid's edges."""
+        return float(np.min(self.table))
+
+
+@dataclass(frozen=True)
+class Threading:
+    """For t BLAS threads per rank, a GEMM's time as a share of its time on one thread, over
+    the shapes calibrate timed with t threads (bench.calibration.gemm_threads: cores // t
+    ranks at once, each with t threads, as a run of that many ranks has them). Between
+    measured thread counts the share is linear in t (one thread: 1); past the largest, the
+    largest's. Empty (every share 1) for profiles from before calibrate measured it."""
+
+    shares: tuple[tuple[int, GemmRates], ...] = ()  # (t, share of the one-thread time), by t
+
+    @classmethod
+    def of(cls, one_thread_rows, by_threads: dict) -> Threading:
+        """From the one-thread float32 rows and calibrate's {t: [[m, k, n, seconds], ...]}
+        with t threads, timed at shapes of the one-thread grid."""
+        one = {(m, k, n): sec for m, k, n, sec in one_thread_rows}
+        shares = []
+        for t, rows in sorted((int(t), rows) for t, rows in by_threads.items()):
+            try:
+                points = [(m, k, n, sec / one[(m, k, n)]) for m, k, n, sec in rows]
+            except KeyError as missing:
+                raise ValueError(
+                    f"profile's GEMM with {t} threads was timed at {missing}, not on the "
+                    "one-thread grid (re-run distmm calibrate)"
+                ) from None
+            shares.append((t, GemmRates.of_values(points)))
+        return cls(tuple(shares))
+
+    def _around(self, t: int) -> tuple[tuple[int, GemmRates | None], tuple[int, GemmRates]]:
+        """The measured thread counts either side of t (one thread below the first)."""
+        below: tuple[int, GemmRates | None] = (1, None)
+        for measured in self.shares:
+            if measured[0] >= t:
+                return below, measured
+            below = measured
+        return below, below  # past the largest measured: its share
+
+    def share(self, t: int, mkn: tuple[int, int, int]) -> float:
+        if t <= 1 or not self.shares:
+            return 1.0
+        (t0, lo), (t1, hi) = self._around(t)
+        s0 = lo.per_flop(mkn) if lo is not None else 1.0
+        if t1 == t0:
+            return s0
+        s1 = hi.per_flop(mkn)
+        return s0 + (s1 - s0) * (t - t0) / (t1 - t0)
+
+    def least_share(self, t: int) -> float:
+        """No GEMM with t threads is priced at a smaller share (:meth:`share` is a mix of at
+        most two measured tables, each at least its least value)."""
+        if t <= 1 or not self.shares:
+            return 1.0
+        (_, lo), (_, hi) = self._around(t)
+        return min(lo.least() if lo is not None else 1.0, hi.least())
+
+
+__all__ = ["GemmRates", "Threading"]
