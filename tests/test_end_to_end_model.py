@@ -255,6 +255,13 @@ def test_measured_layout_changes_price_redistributions(tmp_path):
     assert loads([0], [1], [1 << 20], g, 4, 4.0) == (0.25, 1 << 20, 1 << 20)
     want = (costs[0] + costs[1] * 0.25 + (costs[2] + costs[3]) * (1 << 20)) * g / 2
     assert transfer_seconds(lone, 4, prof, g) == pytest.approx(want)
+    # a profile with no count above the cores (`-n 2` on 2 cores, no --up-to): the largest
+    # count's coefficients, grown as g / cores (once priced as if every rank had its own core)
+    f.write_text(json.dumps({**PROFILE, "counts": counts[:1]}))
+    for g in (4, 16):
+        assert Profile.load(f).at(g).alltoallv == pytest.approx(
+            {k: v * g / 2 for k, v in two.items()}
+        )
 
 
 def test_plan_table_columns_never_run_together():
