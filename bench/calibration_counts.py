@@ -147,7 +147,13 @@ def sliced_collectives(comm, quick: bool) -> dict[str, list[list[float]]]:
     return out
 
 
-A2AV_BYTES = (1 << 18, 1 << 22)  # bytes of the matrix each rank holds in the timed moves
+# bytes of the matrix each rank holds in the timed moves; the largest, beyond a server's
+# caches, only where the ranks fit the cores: with the two smaller alone, a 16-core machine's fit
+# at 4 ranks had no per-byte cost and copies at 18.6 GB/s, and its redistributions of 3072^3 at
+# 4 ranks took 8.6x what they were priced at. Above the cores it doubled calibrate's time on 2
+# cores and changed no prediction there (end-to-end runs a median 15.4% off with it, 15.0%
+# without)
+A2AV_BYTES = (1 << 18, 1 << 22, 1 << 24)
 # layout changes timed: 1-D to 2-D (few messages, half kept), block-cyclic to block (many
 # pieces), rows to columns (every rank to every other)
 A2AV_MOVES = (("cols", "block"), ("block-cyclic:64", "block"), ("rows", "cols"))
@@ -157,7 +163,8 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
     """{"start", "message", "byte", "copy", "timed"}: a redistribution at this rank count,
     fitted (bench.model.fits.fit_alltoallv) to whole layout changes (layouts.transfer: packing,
     Alltoallv, unpacking and the kept part's copy) timed barrier to barrier as a run's phase
-    is, for each of A2AV_MOVES on a square float32 matrix of A2AV_BYTES per rank. "timed" holds
+    is, for each of A2AV_MOVES on a square float32 matrix of A2AV_BYTES per rank (the largest
+    where the g ranks fit the cores). "timed" holds
     each as [messages, bytes, copied bytes, seconds], the loads the model prices
     (bench.model.redistribution.loads). Many ranks sharing cores make single Alltoallvs swing
     with the scheduler; the model fits the counts above the cores together."""
@@ -167,14 +174,15 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
 
     g = comm.Get_size()
     rows = []
-    for nbytes in A2AV_BYTES[:1] if quick else A2AV_BYTES:
+    sizes = A2AV_BYTES[:1] if quick else A2AV_BYTES if g <= cores else A2AV_BYTES[:2]
+    for nbytes in sizes:
         n = int((nbytes * g / 4) ** 0.5)
         for src_name, dst_name in A2AV_MOVES:
             (src, smesh), (dst, dmesh) = (user_layout(x, (n, n), g) for x in (src_name, dst_name))
             plan = transfer(src, smesh, dst, dmesh, comm)
             block = np.ones(src.block_shape, np.float32)
             laps = []
-            for _ in range(3 if quick else 8):
+            for _ in range(3 if quick or nbytes > 1 << 22 else 8):
                 comm.Barrier()
                 t0 = now()
                 plan(block, comm)
