@@ -173,7 +173,7 @@ def gemm_threads(world, quick: bool, cores: int) -> dict[str, list[list[float]]]
     shapes = [(m, k, n) for m in grid for k in grid for n in grid]
     out: dict[str, list] = {}
     for t in sorted({blas_threads(cores, g) for g in range(1, cores + 1)} - {1}):
-        active = world.Get_rank() < min(cores // t, world.Get_size())
+        active = world.Get_rank() < cores // t  # the job's ranks, if fewer
         seconds = _timed_passes(world, quick, shapes, "float32", active, t)
         out[str(t)] = [[*shape, float(s)] for shape, s in zip(shapes, seconds, strict=True)]
     return out

@@ -15,8 +15,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class GemmRates:
-    """A value per flop over a measured m x k x n grid (seconds per flop, or a share of them),
-    linear in the logs of the sizes (what scipy's RegularGridInterpolator computes; written
+    """A value over a measured m x k x n grid (seconds per flop, or a share of the one-thread
+    time), linear in the logs of the sizes (what scipy's RegularGridInterpolator computes; written
     out: importing scipy.interpolate takes most of a second, more than a whole `distmm plan`)."""
 
     logs: tuple[tuple[float, ...], ...]  # log of each axis's measured sizes
@@ -46,7 +46,7 @@ class GemmRates:
         varying = tuple(i for i, a in enumerate(axes) if len(a) > 1)
         return cls(logs, varying, table.reshape([len(axes[i]) for i in varying]))
 
-    def per_flop(self, mkn: tuple[int, int, int]) -> float:
+    def value(self, mkn: tuple[int, int, int]) -> float:
         if not self.varying:
             return float(self.table)
         cell, weights = [], []
@@ -111,10 +111,10 @@ class Threading:
         if t <= 1 or not self.shares:
             return 1.0
         (t0, lo), (t1, hi) = self._around(t)
-        s0 = lo.per_flop(mkn) if lo is not None else 1.0
+        s0 = lo.value(mkn) if lo is not None else 1.0
         if t1 == t0:
             return s0
-        s1 = hi.per_flop(mkn)
+        s1 = hi.value(mkn)
         return s0 + (s1 - s0) * (t - t0) / (t1 - t0)
 
     def least_share(self, t: int) -> float:

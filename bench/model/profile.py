@@ -293,7 +293,7 @@ class Profile:
                 * m
                 * k
                 * n
-                * self._rates(dtype).per_flop((m, k, n))
+                * self._rates(dtype).value((m, k, n))
                 * self.threading().share(self.threads, (m, k, n))
             )
         return memo[key]
@@ -305,14 +305,7 @@ class Profile:
     def threading(self) -> Threading:
         """How BLAS threads speed up a rank's GEMMs on this node (calibrate's float32 timings,
         for every dtype)."""
-
-        def make() -> Threading:
-            try:
-                return Threading.of(self._rows("float32"), self.gemm_threads)
-            except ValueError as err:
-                raise ProfileError(str(err)) from None
-
-        return self._once("threading", make)
+        return self._table("threading", Threading.of, self._rows("float32"), self.gemm_threads)
 
     def threads_text(self, ranks_per_node: int) -> str:
         """What `predict` says of the BLAS threads each rank's GEMMs are priced with."""
@@ -322,13 +315,19 @@ class Profile:
         return f"{t} BLAS thread{'s' if t > 1 else ''} per rank"
 
     def _rates(self, dtype: str) -> GemmRates:
-        def make() -> GemmRates:
+        return self._table(("rates", dtype), GemmRates.of, self._rows(dtype))
+
+    def _table(self, key, build, *rows):
+        """``build(*rows)`` once per profile (:meth:`_once`); a table it refuses is this
+        profile's error."""
+
+        def make():
             try:
-                return GemmRates.of(self._rows(dtype))
+                return build(*rows)
             except ValueError as err:
                 raise ProfileError(str(err)) from None
 
-        return self._once(("rates", dtype), make)
+        return self._once(key, make)
 
     def _rows(self, dtype: str) -> list:
         rows = self.gemm.get(dtype) or self.gemm.get("float32")
