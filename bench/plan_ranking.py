@@ -3,7 +3,7 @@ moving A and B from the user's layouts into the candidate's and C back out (pric
 block maps with COSTA's relabelling, bench/model/redistribution.py).
 
 Pricing a redistribution counts what every pair of ranks exchanges and solves the relabelling's
-assignment problem, 10-600 ms at P = 8192, so the planner's search (bench/model/search.py)
+assignment problem, 10-100 ms at P = 8192, so the planner's search (bench/model/search.py)
 bounds it first from the layouts' shapes (:meth:`Redistributions.lower_bound`), then, for
 candidates still in contention, from the overlaps before relabelling
 (:meth:`Redistributions.overlap_bound`; bench/model/move_bound.py), and prices it exactly only

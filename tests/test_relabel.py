@@ -130,3 +130,37 @@ def test_on_a_cluster_each_nodes_block_of_mesh_ranks_stays_together(nodes):
         assert r.bytes_after == int(V.sum()) - kept
         plain_splits += not _blocks_kept(relabel(V).ranks, nodes)
     assert plain_splits > 0
+
+
+def _pairs(V: np.ndarray):
+    job, native = np.nonzero(V)
+    return job, native, V[job, native]
+
+
+def test_many_pairs_match_the_ranks_needing_most_first(monkeypatch):
+    """Above _EXACT_PAIRS pairs the order is not optimal but: native ranks whose heaviest
+    overlap is larger are placed first (rank 0 wants rank 0 for 100 elements, rank 1 for 1),
+    and on random overlaps it is a permutation that keeps no more than the optimum, with the
+    bytes it reports."""
+    import layouts.relabel as relabel_module
+    from layouts.relabel import relabel_pairs
+
+    V = np.zeros((3, 3), np.int64)
+    V[0, 1], V[0, 0], V[2, 2], V[1, 2] = 100, 1, 5, 1
+    exact = relabel_pairs(*_pairs(V), int(V.sum()), 3)
+    monkeypatch.setattr(relabel_module, "_EXACT_PAIRS", 0)
+    fast = relabel_pairs(*_pairs(V), int(V.sum()), 3)
+    assert fast.ranks[1] == 0 and fast.bytes_after == exact.bytes_after == 2
+    rng = np.random.default_rng(5)
+    for P in (7, 16, 40):
+        V = rng.integers(1, 6, (P, P)) * (rng.random((P, P)) < 0.3)
+        total = int(V.sum())
+        monkeypatch.setattr(relabel_module, "_EXACT_PAIRS", 1 << 14)
+        exact = relabel_pairs(*_pairs(V), total, P, 4)
+        monkeypatch.setattr(relabel_module, "_EXACT_PAIRS", 0)
+        fast = relabel_pairs(*_pairs(V), total, P, 4)
+        assert sorted(fast.ranks) == list(range(P))
+        kept = int(V[list(fast.ranks), range(P)].sum())
+        assert fast.bytes_after == 4 * (total - kept) or fast.is_identity
+        assert exact.bytes_after <= fast.bytes_after <= fast.bytes_before
+        assert exact.bytes_after == relabel(V, itemsize=4).bytes_after
