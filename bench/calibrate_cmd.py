@@ -13,8 +13,10 @@ wait in a sleeping barrier so that they leave the cores alone. One calibration a
 count you will use covers every smaller one (bench/model/profile.Profile.at): a run that fits
 the cores is priced with the messages measured at its count; an oversubscribed one with each
 collective's alpha and bandwidth fitted over every count above the cores. ``--up-to N`` covers
-the counts above the launched one too, in a job of N ranks calibrate starts itself: `mpiexec
--n 2 distmm calibrate --up-to 16` is as good as calibrating at 16.
+the counts above the launched one too, in a job of N ranks calibrate starts itself, and where
+the launch leaves cores idle the GEMMs are timed in that job too (with every core busy, as a run
+of that many has them): `mpiexec -n 2 distmm calibrate --up-to 16` is as good as calibrating at
+16.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     # the jobs calibrate starts for other rank counts (see _counts_in_job)
     p.add_argument("--counts-only", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--counts-from", type=int, default=2, help=argparse.SUPPRESS)
+    p.add_argument("--with-gemm", action="store_true", help=argparse.SUPPRESS)
 
 
 def main(args) -> int:
@@ -79,9 +82,12 @@ def main(args) -> int:
     P, rank = world.Get_size(), world.Get_rank()
     say = (lambda *a: print(*a, flush=True)) if rank == 0 else (lambda *a: None)
     if args.counts_only:
-        counts = _counts(world, args.quick, facts, args.counts_from)
+        found: dict = {}
+        if args.with_gemm:
+            found = _gemm_tables(world, args.quick, facts["cores"])
+        found["counts"] = _counts(world, args.quick, facts, args.counts_from)
         if rank == 0:
-            write_json_atomic(out, {"counts": counts})
+            write_json_atomic(out, found)
         return 0
     say(f"# distmm calibrate: {P} ranks, {facts['cores']} cores, {facts['mpi_library']}")
     if P > facts["cores"]:
@@ -117,27 +123,38 @@ def main(args) -> int:
             + ", ".join(f"{k} {v:.2f}" for k, v in factors.items())
         )
 
-    gemm = gemm_rates(world, args.quick, facts["cores"])
-    say("\n# GEMM + accumulate (C += A @ B), one core per rank")
+    cores = facts["cores"]
+    above, where = None, ""  # the job of --up-to ranks' measurements, once it has run
+    if args.up_to is not None and args.up_to > P and P < cores:
+        # this job leaves cores idle where a run of more ranks does not, and a node with every
+        # core busy computes slower (memory bandwidth, clocks): time the GEMMs in that job
+        say(f"\n# GEMMs and rank counts {P + 1} to {args.up_to}: in a job of {args.up_to} ranks")
+        above = _counts_in_job(world, args.quick, args.up_to, P + 1, gemm=True)
+        where = f", {min(args.up_to, cores)} ranks at once (in the job of {args.up_to})"
+    tables = above if above and "gemm" in above else _gemm_tables(world, args.quick, cores)
+    if tables is not above:
+        where = ""
+    gemm, threaded = tables["gemm"], tables["gemm_threads"]
+    say(f"\n# GEMM + accumulate (C += A @ B), one core per rank{where}")
     say(f"{'m':>6} {'k':>6} {'n':>6} {'float32 [GFLOP/s]':>18} {'float64 [GFLOP/s]':>18}")
     for r32, r64 in zip(gemm["float32"], gemm["float64"], strict=True):
         m, k, n = r32[:3]
         fl = 2 * m * k * n / 1e9
         say(f"{m:>6} {k:>6} {n:>6} {fl / r32[3]:>18.1f} {fl / r64[3]:>18.1f}")
 
-    threaded = gemm_threads(world, args.quick, facts["cores"])
     if threaded:
         _say_threads(say, threaded, gemm["float32"])
 
     copy_bw = copy_bandwidth(world, facts["cores"])
     say(f"\n# local copy: {copy_bw / 1e9:.2f} GB/s per core (16 MiB arrays)")
-    cores = facts["cores"]
     if facts["oversubscribed"]:
         say(f"\n# rank counts up to {cores}: measured in a job of {cores} ranks (no yielding)")
     counts = _counts(world, args.quick, facts)
     if args.up_to is not None and args.up_to > P:
-        say(f"\n# rank counts {P + 1} to {args.up_to}: measured in a job of {args.up_to} ranks")
-        counts += _counts_in_job(world, args.quick, args.up_to, P + 1)
+        if above is None:
+            say(f"\n# rank counts {P + 1} to {args.up_to}: in a job of {args.up_to} ranks")
+            above = _counts_in_job(world, args.quick, args.up_to, P + 1)
+        counts += above.get("counts", [])
     kinds = sorted(set().union(*(c.get("collective_factor", {}) for c in counts)))
     say(
         "\n# at each rank count, the others asleep: ping-pong fits with the rest waiting in MPI, "
@@ -254,15 +271,24 @@ def _counts(world, quick: bool, facts: dict, least: int = 2) -> list[dict]:
     cores = facts["cores"]
     if not facts["oversubscribed"]:
         return at_each_count(world, quick, cores, least)
-    below = _counts_in_job(world, quick, cores, least) if least <= cores else []
+    below = _counts_in_job(world, quick, cores, least).get("counts", []) if least <= cores else []
     return below + at_each_count(world, quick, cores, least=max(least, cores + 1))
 
 
-def _counts_in_job(world, quick: bool, ranks: int, least: int) -> list[dict]:
-    """The count entries from ``least`` to ``ranks`` from a job of ``ranks`` ranks that rank 0
-    launches (`calibrate --counts-only`), the others asleep meanwhile; [] (those counts left
-    to the model's fallback) if that job cannot be started."""
-    entries: list[dict] = []
+def _gemm_tables(world, quick: bool, cores: int) -> dict:
+    """{"gemm": one-thread rates, "gemm_threads": with more BLAS threads}, timed in this job."""
+    return {
+        "gemm": gemm_rates(world, quick, cores),
+        "gemm_threads": gemm_threads(world, quick, cores),
+    }
+
+
+def _counts_in_job(world, quick: bool, ranks: int, least: int, gemm: bool = False) -> dict:
+    """{"counts": the count entries from ``least`` to ``ranks``} (with ``gemm``, also
+    :func:`_gemm_tables`'s) from a job of ``ranks`` ranks that rank 0 launches (`calibrate
+    --counts-only`), the others asleep meanwhile; {} (those counts left to the model's
+    fallback) if that job cannot be started."""
+    entries: dict = {}
     if world.Get_rank() == 0:
         try:
             mpiexec = find_mpiexec(None)  # the one beside this Python first, as runs use
@@ -273,12 +299,14 @@ def _counts_in_job(world, quick: bool, ranks: int, least: int) -> list[dict]:
             out = Path(tmp) / "counts.json"
             cmd = [str(mpiexec), "-n", str(ranks), sys.executable, "-m", "bench.cli"]
             cmd += ["calibrate", "--counts-only", "--counts-from", str(least), "--out", str(out)]
-            cmd += ["--quick"] * quick
+            cmd += ["--quick"] * quick + ["--with-gemm"] * gemm
             try:
                 if mpiexec is None:
                     raise OSError("no mpiexec beside this Python or on PATH")
                 subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=900)
-                entries = json.loads(out.read_text())["counts"]
+                entries = json.loads(out.read_text())
+                if "counts" not in entries:
+                    raise ValueError(f"{out.name} holds no counts")
             except (OSError, ValueError, KeyError, subprocess.SubprocessError) as err:
                 print(f"# warning: counts {least} to {ranks} not measured ({err})", flush=True)
     sleep_until_all(world)

@@ -362,14 +362,23 @@ def test_calibrate_trace_analyze(tmp_path):
 
 def test_calibrate_up_to_measures_the_larger_counts_in_a_job_of_its_own(tmp_path):
     """`mpiexec -n 1 distmm calibrate --up-to 3`: counts 2 and 3 measured as a job of 3 would,
-    those above the cores with the collectives timed there."""
-    from bench.machine import cores
+    those above the cores with the collectives timed there; with fewer ranks launched than
+    cores, the GEMMs timed in that job too, with every core busy."""
+    from bench.machine import blas_threads, cores
 
     prof = tmp_path / "profile.json"
     r = distmm_mpi(1, "calibrate", "--quick", "--up-to", "3", "--out", str(prof), timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "rank counts 2 to 3: measured in a job of 3 ranks" in r.stdout
-    counts = json.loads(prof.read_text())["counts"]
+    if cores() > 1:
+        assert "GEMMs and rank counts 2 to 3: in a job of 3 ranks" in r.stdout
+        busy = min(3, cores())
+        assert f"one core per rank, {busy} ranks at once (in the job of 3)" in r.stdout
+    else:
+        assert "rank counts 2 to 3: in a job of 3 ranks" in r.stdout
+    data = json.loads(prof.read_text())
+    threads = {str(blas_threads(cores(), g)) for g in range(1, cores() + 1)} - {"1"}
+    assert data["gemm"]["float32"] and set(data["gemm_threads"]) == threads
+    counts = data["counts"]
     assert [c["ranks"] for c in counts] == [2, 3]
     for c in counts:
         assert ("collectives" in c) == (c["ranks"] > cores()) and c["efficiency"] > 0
