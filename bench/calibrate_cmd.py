@@ -131,9 +131,10 @@ def main(args) -> int:
         say(f"\n# GEMMs and rank counts {P + 1} to {args.up_to}: in a job of {args.up_to} ranks")
         above = _counts_in_job(world, args.quick, args.up_to, P + 1, gemm=True)
         where = f", {min(args.up_to, cores)} ranks at once (in the job of {args.up_to})"
-    tables = above if above and "gemm" in above else _gemm_tables(world, args.quick, cores)
-    if tables is not above:
-        where = ""
+    if above and "gemm" in above:
+        tables = above
+    else:  # not asked for, or that job could not start
+        tables, where = _gemm_tables(world, args.quick, cores), ""
     gemm, threaded = tables["gemm"], tables["gemm_threads"]
     say(f"\n# GEMM + accumulate (C += A @ B), one core per rank{where}")
     say(f"{'m':>6} {'k':>6} {'n':>6} {'float32 [GFLOP/s]':>18} {'float64 [GFLOP/s]':>18}")
