@@ -214,10 +214,12 @@ def _by_levels(job, native, weight, P: int, most, top) -> tuple[np.ndarray, np.n
     0.2% more bytes, in 7-37 ms."""
     at = np.full(P, -1, np.int64)  # native rank -> job rank
     free = np.ones(P, bool)
-    levels = np.unique(most[native[top]])[::-1]
+    tie_job, tie_native = job[top], native[top]
+    need = most[tie_native]
+    levels = np.unique(need)[::-1]
     for group in np.array_split(levels, min(_LEVELS, levels.size)):
-        ties = top & np.isin(most[native], group) & free[job]
-        matched = _max_matching(native[ties], job[ties], P)
+        ties = (need >= group[-1]) & (need <= group[0]) & free[tie_job]
+        matched = _max_matching(tie_native[ties], tie_job[ties], P)
         hit = np.flatnonzero(matched >= 0)
         at[hit] = matched[hit]
         free[matched[hit]] = False
