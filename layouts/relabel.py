@@ -20,9 +20,10 @@ kernel's time, does not change.
 :func:`relabel` takes the P x P volumes (the reference, for small P); :func:`relabel_pairs` the
 sparse overlaps, what runs and the model use (layouts.endpoints.relabelling), so that at P =
 8192 no rank builds a P x P array or solves a dense O(P^3) assignment. With more than
-_EXACT_PAIRS overlapping pairs (P of a few thousand and more) it gives up optimality for time
-where the layouts do not tie (:func:`_by_levels`: within 0.2% of the optimum's bytes moved in
-the planner's cases, 7-37 ms each at P = 8192 instead of 0.1-0.6 s).
+_EXACT_PAIRS pairs to match (never in a job of at most 512 ranks; from block layouts, P of a
+few thousand) it gives up optimality for time where the layouts do not tie
+(:func:`_by_levels`: within 0.2% of the optimum's bytes moved in the planner's cases, 7-37 ms
+each at P = 8192 instead of 0.1-0.6 s).
 """
 
 from __future__ import annotations
