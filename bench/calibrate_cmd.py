@@ -60,8 +60,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--up-to",
         type=int,
         metavar="N",
-        help="also measure every rank count above the launched one up to N, in a job of N "
-        "ranks calibrate starts with mpiexec (the one beside this Python, else PATH's)",
+        help="also measure every rank count above the launched one up to N (and, launched with "
+        "fewer ranks than cores, the GEMMs), in a job of N ranks calibrate starts with mpiexec "
+        "(the one beside this Python, else PATH's)",
     )
     # the jobs calibrate starts for other rank counts (see _counts_in_job)
     p.add_argument("--counts-only", action="store_true", help=argparse.SUPPRESS)
