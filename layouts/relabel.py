@@ -172,17 +172,22 @@ def _top(group: np.ndarray, weight: np.ndarray, P: int) -> np.ndarray:
     """Indices of the pairs to match: all of them, or with more than 4 _EDGES_PER_RANK per
     rank each ``group``'s _EDGES_PER_RANK heaviest."""
     order = np.lexsort((-weight, group))
-    if order.size <= 4 * _EDGES_PER_RANK * P:
+    if not _trims(order.size, P):
         return order
     rank_in = np.arange(order.size) - np.searchsorted(group[order], group[order])
     return order[rank_in < _EDGES_PER_RANK]
 
 
 def _top_size(group: np.ndarray, P: int) -> int:
-    """How many pairs :func:`_top` keeps."""
-    if group.size <= 4 * _EDGES_PER_RANK * P:
+    """How many pairs :func:`_top` keeps (without sorting them)."""
+    if not _trims(group.size, P):
         return group.size
     return int(np.minimum(np.bincount(group), _EDGES_PER_RANK).sum())
+
+
+def _trims(pairs: int, P: int) -> bool:
+    """Whether :func:`_top` keeps only each rank's _EDGES_PER_RANK heaviest of ``pairs``."""
+    return pairs > 4 * _EDGES_PER_RANK * P
 
 
 def _heaviest(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:

@@ -87,6 +87,7 @@ def price(
     """
     name = np.dtype(dtype).name
     slow = profile.slowdown(ranks_per_node)
+    at = profile.at(ranks_per_node)
     walk = Walk(
         profile,
         name,
@@ -96,11 +97,11 @@ def price(
         limit=limit,
         share=plan.flops / plan.P,
         # a hair under the cheapest rate: interpolation may round a rate a few ulps below it
-        per_flop=profile.at(ranks_per_node).least_seconds_per_flop(name) * slow * (1 - 1e-9),
+        per_flop=at.least_seconds_per_flop(name) * slow * (1 - 1e-9),
         max_events=max_events,
         least_events=least_events,
         pause=pause,
-        closing=barrier_seconds(profile.at(ranks_per_node), plan.P, links),
+        closing=barrier_seconds(at, plan.P, links),
     )
     if pause is None and walk.bound() > limit:  # its GEMMs alone lose: no loop to run
         return Pruned(walk.bound(), 0, True)
