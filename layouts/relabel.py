@@ -277,22 +277,25 @@ def _filled(to, of, n: int, want=None, has=None) -> np.ndarray:
 
 def _matching(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:
     """(job ranks, native ranks) of a maximum-weight matching over the weighted pairs, by
-    scipy's sparse assignment (LAPJVsp) on a 2P x 2P graph that makes it perfect: rows are job
+    scipy's sparse assignment (LAPJVsp) on a square graph that makes it perfect, over the n job
+    and m native ranks the pairs name (not all P: a residual matching names few): rows are job
     ranks and one spare per native rank, columns native ranks and one spare per job rank; a
     job rank may take its spare (unmatched), a native rank its spare, and a native's spare the
     job's spare wherever the pair is an edge. Every edge weighs 1 more than its overlap, so each
-    perfect matching's weight is its overlap plus 2P."""
+    perfect matching's weight is its overlap plus n + m."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import min_weight_full_bipartite_matching
 
-    spare = np.arange(P)
-    rows = np.concatenate([job, spare, P + spare, P + native])
-    cols = np.concatenate([native, P + spare, spare, P + job])
-    data = np.concatenate([weight + 1.0, np.ones(2 * P), np.ones(job.size)])
-    graph = coo_matrix((data, (rows, cols)), shape=(2 * P, 2 * P)).tocsr()
+    jobs, job = np.unique(job, return_inverse=True)
+    natives, native = np.unique(native, return_inverse=True)
+    n, m = jobs.size, natives.size
+    rows = np.concatenate([job, np.arange(n), n + np.arange(m), n + native])
+    cols = np.concatenate([native, m + np.arange(n), np.arange(m), m + job])
+    data = np.concatenate([weight + 1.0, np.ones(n + m), np.ones(job.size)])
+    graph = coo_matrix((data, (rows, cols)), shape=(n + m, n + m)).tocsr()
     _, match = min_weight_full_bipartite_matching(graph, maximize=True)
-    real = (np.arange(2 * P) < P) & (match < P)
-    return np.nonzero(real)[0], match[real]
+    real = (np.arange(n + m) < n) & (match < m)
+    return jobs[real[:n].nonzero()[0]], natives[match[real]]
 
 
 def relabel_layouts(

@@ -164,3 +164,27 @@ def test_many_pairs_match_the_ranks_needing_most_first(monkeypatch):
         assert fast.bytes_after == 4 * (total - kept) or fast.is_identity
         assert exact.bytes_after <= fast.bytes_after <= fast.bytes_before
         assert exact.bytes_after == relabel(V, itemsize=4).bytes_after
+
+
+def test_matching_on_few_of_many_ranks_is_a_maximum_weight_matching():
+    """_matching builds its graph over the ranks its pairs name (a residual names few of P):
+    the weight it keeps is linear_sum_assignment's on the dense matrix, its pairs are pairs
+    given, each rank used once."""
+    from scipy.optimize import linear_sum_assignment
+
+    from layouts.relabel import _matching
+
+    rng = np.random.default_rng(8)
+    P = 64
+    for _ in range(10):
+        jobs = rng.choice(P, 9, replace=False)
+        natives = rng.choice(P, 6, replace=False)
+        V = np.zeros((P, P), np.int64)
+        V[np.ix_(jobs, natives)] = rng.integers(0, 9, (9, 6)) * (rng.random((9, 6)) < 0.5)
+        job, native, weight = _pairs(V)
+        got_job, got_native = _matching(job, native, weight, P)
+        assert len(set(got_job.tolist())) == got_job.size
+        assert len(set(got_native.tolist())) == got_native.size
+        assert (V[got_job, got_native] > 0).all()
+        rows, cols = linear_sum_assignment(V, maximize=True)
+        assert V[got_job, got_native].sum() == V[rows, cols].sum()
