@@ -98,7 +98,8 @@ def _slots(parts, side: str, me: int, start: np.ndarray) -> tuple:
             n = int(counts[i, r])
             if n:
                 index = getattr(p, side).index[first[i, r] : first[i, r] + n]
-                slots.append((i, offset, IndexCopy.of(index)))
+                row = (p.src_shape if side == "send" else p.dst_shape)[-1]
+                slots.append((i, offset, IndexCopy.of(index, row)))
                 offset += n
     return tuple(slots)
 

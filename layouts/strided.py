@@ -43,11 +43,13 @@ class IndexCopy:
     bound: int  # the indexed array's least size (a view past its end would not be caught)
 
     @classmethod
-    def of(cls, index: np.ndarray) -> IndexCopy:
+    def of(cls, index: np.ndarray, row: int | None = None) -> IndexCopy:
+        """``row``: the indexed block's last dimension, if a block's, so that a run going on
+        from one row's end into the next row's start is cut there (see :func:`_pieces`)."""
         index = np.asarray(index, np.int64).ravel()
         if index.size and index.min() < 0:
             raise IndexError("negative flat index")
-        return cls(index, _pieces(index), int(index.max()) + 1 if index.size else 0)
+        return cls(index, _pieces(index, row), int(index.max()) + 1 if index.size else 0)
 
     @property
     def size(self) -> int:
@@ -56,10 +58,9 @@ class IndexCopy:
     def is_whole(self, n: int) -> bool:
         """Whether this is every position of an array of ``n`` elements in order (no copy
         needed: the array itself is the packed buffer)."""
-        p = self.pieces
-        if self.size != n or p is None or len(p) != 1:
+        if self.size != n or self.pieces is None:
             return False
-        return p[0].start == 0 and p[0].strides == (1,)
+        return all(p.start == p.offset and _contiguous(p) for p in self.pieces)
 
     def take(self, flat: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out[:] = flat[index]`` (both 1-D)."""
@@ -114,6 +115,16 @@ class IndexCopy:
         )
 
 
+def _contiguous(piece: Piece) -> bool:
+    """Whether the piece's elements are consecutive in the indexed array."""
+    step = 1
+    for size, stride in zip(reversed(piece.shape), reversed(piece.strides), strict=True):
+        if size > 1 and stride != step:
+            return False
+        step *= size
+    return True
+
+
 def copy_between(
     src: IndexCopy, src_flat: np.ndarray, dst: IndexCopy, dst_flat: np.ndarray, buf: np.ndarray
 ) -> None:
@@ -140,14 +151,20 @@ def copy_between(
     dst.put(dst_flat, src.take(src_flat, buf))
 
 
-def _pieces(index: np.ndarray) -> tuple[Piece, ...] | None:
-    """The pieces covering ``index`` in order, or None where they would be too short."""
+def _pieces(index: np.ndarray, row: int | None = None) -> tuple[Piece, ...] | None:
+    """The pieces covering ``index`` in order, or None where they would be too short. With
+    ``row``, a run that crosses into a block's next row without being whole rows is cut at
+    the row's start: block-cyclic sub-blocks at a row's end and the next row's start otherwise
+    join into a run of another length every row, which no stride stacks (block-cyclic:64 into
+    blocks of 1024 at P = 9 unpacked 1294 pieces per rank, 7x the time of the 15 at P = 16)."""
     n = index.size
     if n == 0:
         return ()
     if n < MIN_PIECE:
         return None
     breaks = np.flatnonzero(np.diff(index) != 1) + 1
+    if row is not None and row > 1:
+        breaks = _row_breaks(index, breaks, row)
     if breaks.size >= _MAX_RUNS or n < MIN_RUN * (breaks.size + 1):
         return None
     first = np.concatenate(([0], breaks))
@@ -163,6 +180,20 @@ def _pieces(index: np.ndarray) -> tuple[Piece, ...] | None:
     if len(out) * MIN_PIECE > n:
         return None
     return tuple(out)
+
+
+def _row_breaks(index: np.ndarray, breaks: np.ndarray, row: int) -> np.ndarray:
+    """``breaks`` (where runs of ``index`` start, 0 left out) and the row starts inside runs
+    that are not whole rows."""
+    inside = np.flatnonzero(index[1:] % row == 0) + 1  # a row starts, maybe mid-run
+    if inside.size == 0:
+        return breaks
+    first = np.concatenate(([0], breaks))
+    end = np.append(breaks, index.size)
+    run = np.searchsorted(first, inside, side="right") - 1
+    whole = (index[first] % row == 0) & ((end - first) % row == 0)
+    cut = inside[~whole[run] & (inside != first[run])]
+    return np.union1d(breaks, cut)
 
 
 def _stack(pieces: list) -> list:

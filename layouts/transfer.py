@@ -164,13 +164,14 @@ def transfer(
     receiving, kept_to = _split(
         _positions(rkeep, dst.block_shape)[np.argsort(source, kind="stable")], recvcounts, me
     )
+    src_row, dst_row = src.block_shape[-1], dst.block_shape[-1]
     return Transfer(
-        send=IndexCopy.of(sending),
+        send=IndexCopy.of(sending, src_row),
         sendcounts=sendcounts,
-        recv=IndexCopy.of(receiving),
+        recv=IndexCopy.of(receiving, dst_row),
         recvcounts=recvcounts,
-        keep_from=IndexCopy.of(kept_from),
-        keep_to=IndexCopy.of(kept_to),
+        keep_from=IndexCopy.of(kept_from, src_row),
+        keep_to=IndexCopy.of(kept_to, dst_row),
         src_shape=tuple(src.block_shape),
         dst_shape=tuple(dst.block_shape),
         local_only=comm.allreduce(moving) == 0,

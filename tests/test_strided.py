@@ -39,12 +39,12 @@ def views(draw):
 
 
 @settings(max_examples=200, deadline=None)
-@given(views())
-def test_take_and_put_are_fancy_indexing(case):
+@given(views(), st.sampled_from([None, 1, 2, 3, 5, 7]))
+def test_take_and_put_are_fancy_indexing(case, row):
     index, n = case
     patch = every_piece()
     try:
-        copy = IndexCopy.of(index)
+        copy = IndexCopy.of(index, row)
     finally:
         patch.undo()
     flat = np.random.default_rng(n).random(n)
@@ -67,6 +67,24 @@ def test_layout_indices_become_few_pieces():
     assert [p.shape for p in IndexCopy.of(halves).pieces] == [(2, 512, 256)]
     assert IndexCopy.of(np.arange(4096)).is_whole(4096)
     assert IndexCopy.of(np.random.default_rng(0).permutation(4096)).pieces is None
+
+
+def test_runs_are_cut_where_a_row_ends_unless_whole_rows():
+    """Sub-blocks at a row's end and the next row's start (block-cyclic blocks 0, 3, 6 of 7 per
+    row) are one piece per row pattern when runs are cut at the row; without the row's length
+    each row's last and the next row's first join, and nothing stacks. Whole rows stay one."""
+    w, width = 4, 7 * 4
+    index = np.concatenate([r * width + c * w + np.arange(w) for r in range(16) for c in (0, 3, 6)])
+    patch = every_piece()
+    try:
+        assert [(p.shape, p.strides) for p in IndexCopy.of(index, width).pieces] == [
+            ((16, 3, 4), (width, 12, 1))
+        ]
+        assert len(IndexCopy.of(index).pieces) > 16
+        rows = IndexCopy.of(np.arange(3 * width, 9 * width), width)
+        assert [(p.shape, p.strides) for p in rows.pieces] == [((6 * width,), (1,))]
+    finally:
+        patch.undo()
 
 
 def test_an_array_too_small_is_refused():
