@@ -11,7 +11,8 @@ in it) and every shape it runs ``distmm run --layouts IN --json --profile`` and 
 - e2e/kernel: end-to-end median over the multiplication's median;
 - bytes: whether every rank's bytes sent in each redistribution phase equal the model's counts
   (layouts/endpoints.move_counts, the same relabelling);
-- redistribution predicted / measured (in + out), with the median |ratio - 1| overall;
+- redistribution predicted / measured (in + out; each phase apart, and end to end), with the
+  median |ratio - 1| overall and by P;
 - throughput: the model's price of a uniform all-to-all of the same volume (every rank sending
   the busiest rank's bytes, spread evenly) over the measured redistribution time (>= 0.8
   wanted; above 1 the redistribution beat a uniform all-to-all of its peak volume); with a
@@ -107,12 +108,23 @@ def row(r: dict, algo: str, name: str, spec: str, profile: Profile, timed=(None,
         "redist_s": measured,
         "redist_pred_s": predicted,
         "pred/meas": predicted / measured if measured else float("nan"),
+        **{
+            f"{p[len('redistribute_') :]}_pred/meas": _ratio(
+                r[f"predicted_{p}_seconds"], r["phases"][p]["seconds"]
+            )
+            for p in PHASES
+        },
+        "e2e_pred/meas": r["predicted_seconds"] / r["seconds"],
         "bytes_equal": counted == model_bytes(algo, r["shape"], P, spec, itemsize),
         "redist_MiB_peak": peak / 2**20,
         "throughput": uniform / measured if measured else float("nan"),
         "vs_a2a": vs_a2a,
         "relabel_saved_MiB": r["relabel"]["bytes_saved"] / 2**20,
     }
+
+
+def _ratio(predicted: float, measured: float) -> float:
+    return predicted / measured if measured else float("nan")
 
 
 def relabel_case(P: int) -> str:
@@ -191,6 +203,12 @@ def main() -> None:
         f"redistribution predicted/measured: median |ratio - 1| "
         f"{100 * statistics.median(errors):.1f}%, worst {100 * errors.max():.1f}%"
     )
+    by_p = table.assign(
+        redistribution=errors,
+        end_to_end=(table["e2e_pred/meas"] - 1).abs(),
+    ).groupby("P")[["redistribution", "end_to_end"]]
+    print("median |predicted / measured - 1| by P (%):")
+    print((100 * by_p.median()).round(1).T.to_string())
     print(
         f"throughput against the calibrated all-to-all of the same volume: median "
         f"{table['throughput'].median():.2f}, min {table['throughput'].min():.2f}, "

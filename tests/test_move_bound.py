@@ -41,12 +41,16 @@ CASES = [
     (8, "block", (64, 256, 48)),
     (9, "rows", (90, 27, 45)),
     (12, "block", (100, 36, 52)),
+    (8, "cols;C=native", (96, 64, 80)),  # nothing moves out: the closing barrier alone
+    (6, "rows;A=native;B=native", (60, 30, 42)),  # nothing moves in: that phase's barrier
 ]
 
 
 @pytest.mark.parametrize("P,spec,shape", CASES)
 def test_bounds_never_exceed_the_exact_price(profile, P, spec, shape):
-    users = user_layouts(dict.fromkeys("ABC", spec), shape, P)
+    spec, *others = spec.split(";")
+    users = user_layouts({**dict.fromkeys("ABC", spec), **dict(o.split("=") for o in others)},
+                         shape, P)  # fmt: skip
     links = [None]
     if P == 8:  # a cluster of 4 nodes of 2, its links real or emulated
         real = LinkModel.load("1gbe", cluster_mesh(4, 2))
