@@ -140,7 +140,8 @@ def relabel_pairs(
     the overlapping pairs (:func:`_matching`). With more than 4 _EDGES_PER_RANK pairs per rank
     (P = 4096 and 1-D layouts), only each native rank's _EDGES_PER_RANK heaviest pairs: optimal
     unless a native rank's best free rank is not among them (such spread overlaps keep little
-    in place anyway). With ``nodes`` each node's block of native ranks stays together, as in
+    in place anyway); with more than _EXACT_PAIRS of those, :func:`_by_levels` (not optimal).
+    With ``nodes`` each node's block of native ranks stays together, as in
     :func:`relabel` (:func:`_pair_node_blocks`). The identity is kept where it is no worse."""
     key, inverse = unique_inverse(job * P + native)
     weight = np.bincount(inverse, kept, minlength=key.size)
@@ -206,7 +207,7 @@ def _heaviest(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:
         return matched[natives], natives
     if _top_size(native, P) <= _EXACT_PAIRS:
         keep = _top(native, weight, P)
-        return _matching(job[keep], native[keep], weight[keep], P)
+        return _matching(job[keep], native[keep], weight[keep])
     return _by_levels(job, native, weight, P, most, top)
 
 
@@ -232,7 +233,7 @@ def _by_levels(job, native, weight, P: int, most, top) -> tuple[np.ndarray, np.n
     held = np.flatnonzero(at >= 0)
     rest = np.flatnonzero(free[job] & (at[native] < 0))
     rest = rest[_top(native[rest], weight[rest], P)]
-    more_job, more_native = _matching(job[rest], native[rest], weight[rest], P)
+    more_job, more_native = _matching(job[rest], native[rest], weight[rest])
     return np.concatenate([at[held], more_job]), np.concatenate([held, more_native])
 
 
@@ -275,7 +276,7 @@ def _filled(to, of, n: int, want=None, has=None) -> np.ndarray:
     return out
 
 
-def _matching(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:
+def _matching(job, native, weight) -> tuple[np.ndarray, np.ndarray]:
     """(job ranks, native ranks) of a maximum-weight matching over the weighted pairs, by
     scipy's sparse assignment (LAPJVsp) on a square graph that makes it perfect, over the n job
     and m native ranks the pairs name (not all P: a residual matching names few): rows are job

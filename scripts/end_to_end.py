@@ -107,24 +107,25 @@ def row(r: dict, algo: str, name: str, spec: str, profile: Profile, timed=(None,
         "e2e/kernel": r["seconds"] / r["multiply_seconds"],
         "redist_s": measured,
         "redist_pred_s": predicted,
-        "pred/meas": predicted / measured if measured else float("nan"),
+        "pred/meas": _ratio(predicted, measured),
         **{
             f"{p[len('redistribute_') :]}_pred/meas": _ratio(
                 r[f"predicted_{p}_seconds"], r["phases"][p]["seconds"]
             )
             for p in PHASES
         },
-        "e2e_pred/meas": r["predicted_seconds"] / r["seconds"],
+        "e2e_pred/meas": _ratio(r["predicted_seconds"], r["seconds"]),
         "bytes_equal": counted == model_bytes(algo, r["shape"], P, spec, itemsize),
         "redist_MiB_peak": peak / 2**20,
-        "throughput": uniform / measured if measured else float("nan"),
+        "throughput": _ratio(uniform, measured),
         "vs_a2a": vs_a2a,
         "relabel_saved_MiB": r["relabel"]["bytes_saved"] / 2**20,
     }
 
 
-def _ratio(predicted: float, measured: float) -> float:
-    return predicted / measured if measured else float("nan")
+def _ratio(value: float, measured: float) -> float:
+    """``value`` over a measured time, NaN where nothing was measured."""
+    return value / measured if measured else float("nan")
 
 
 def relabel_case(P: int) -> str:

@@ -182,7 +182,7 @@ def test_matching_on_few_of_many_ranks_is_a_maximum_weight_matching():
         V = np.zeros((P, P), np.int64)
         V[np.ix_(jobs, natives)] = rng.integers(0, 9, (9, 6)) * (rng.random((9, 6)) < 0.5)
         job, native, weight = _pairs(V)
-        got_job, got_native = _matching(job, native, weight, P)
+        got_job, got_native = _matching(job, native, weight)
         assert len(set(got_job.tolist())) == got_job.size
         assert len(set(got_native.tolist())) == got_native.size
         assert (V[got_job, got_native] > 0).all()
