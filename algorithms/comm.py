@@ -125,14 +125,15 @@ class Comm:
         (0: no hold)."""
         return self.clock.hold(ev, started, disp) if self.clock is not None else 0.0
 
-    def redistribute(self, block, transfer, comm, matrix: str = "", peers=None):
+    def redistribute(self, block, transfer, comm, matrix: str = "", peers=None, reuse=False):
         """``block`` moved by a layouts.transfer.Transfer over ``comm``, or a tuple of blocks
         by a layouts.batch.Batch (all in one Alltoallv): one alltoallv event, held to the links'
-        time under emulation (``peers``: see LinkClock.exchange)."""
+        time under emulation (``peers``: see LinkClock.exchange); ``reuse``: into the
+        destination the transfer returned last time (layouts.transfer.Transfer.start)."""
         itemsize = (block[0] if isinstance(block, tuple) else block).itemsize
         with self.span("redistribute", matrix=matrix):
             started = time.perf_counter()
-            out = transfer(block, comm)
+            out = transfer(block, comm, reuse)
             if self.clock is not None:
                 hold_until(started + self.clock.exchange(transfer, comm, peers, itemsize))
         nbytes = sum(o.nbytes for o in out) if isinstance(out, tuple) else out.nbytes

@@ -185,7 +185,7 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
             for _ in range(3 if quick or nbytes > 1 << 22 else 8):
                 comm.Barrier()
                 t0 = now()
-                plan(block, comm)
+                plan(block, comm, reuse=True)  # as a run's phases move
                 comm.Barrier()
                 laps.append(now() - t0)
             counts = exchange_counts(src, smesh, dst, dmesh)

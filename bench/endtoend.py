@@ -107,7 +107,8 @@ def job_comm(world, e2e: EndToEnd):
 class Pipeline:
     """One end-to-end repetition as a callable returning C in the user's layout; ``laps``
     keeps each phase's seconds per repetition and ``sent`` the bytes this rank sent in each
-    redistribution phase (the same every repetition)."""
+    redistribution phase (the same every repetition). Every repetition moves into the
+    blocks the one before moved into (Transfer.start's ``reuse``): its state is dead by then."""
 
     def __init__(self, module, plan, mesh, world, e2e: EndToEnd, io, kernel, blocks: dict):
         self.module, self.plan, self.mesh, self.world = module, plan, mesh, world
@@ -140,7 +141,7 @@ class Pipeline:
         native = {name: self.blocks[name] for name in "AB"}
         if self.batch is not None:
             moved = tuple(native[name] for name in self.inputs)
-            moved = self.io.redistribute(moved, self.batch, self.world, self.inputs)
+            moved = self.io.redistribute(moved, self.batch, self.world, self.inputs, reuse=True)
             native.update(zip(self.inputs, moved, strict=True))
         else:
             native = {name: self._move(name, block) for name, block in native.items()}
@@ -163,7 +164,7 @@ class Pipeline:
         if matrix not in self.transfers:
             return block
         plan, comm, peers = self.transfers[matrix]
-        return self.io.redistribute(block, plan, comm, matrix, peers)
+        return self.io.redistribute(block, plan, comm, matrix, peers, reuse=True)
 
 
 __all__ = ["PHASES", "EndToEnd", "Pipeline", "cluster_relabelled", "end_to_end", "job_comm"]

@@ -59,9 +59,10 @@ class Batch:
             local_only=all(p.local_only for p in parts),
         )
 
-    def __call__(self, blocks, comm) -> tuple[np.ndarray, ...]:
-        """Each part's destination block from its source block in ``blocks`` (one dtype)."""
-        started = [p.start(b) for p, b in zip(self.parts, blocks, strict=True)]
+    def __call__(self, blocks, comm, reuse: bool = False) -> tuple[np.ndarray, ...]:
+        """Each part's destination block from its source block in ``blocks`` (one dtype);
+        ``reuse`` as for Transfer.start."""
+        started = [p.start(b, reuse) for p, b in zip(self.parts, blocks, strict=True)]
         if not self.local_only:
             send, recv = self._buffer(started[0][2])
             for i, offset, index in self.sends:

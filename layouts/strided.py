@@ -129,26 +129,60 @@ def copy_between(
     src: IndexCopy, src_flat: np.ndarray, dst: IndexCopy, dst_flat: np.ndarray, buf: np.ndarray
 ) -> None:
     """``dst_flat[dst.index] = src_flat[src.index]``: one strided copy where both are one
-    piece of the same shape, else through ``buf`` (``src.size`` elements)."""
+    piece whose shapes split into a common one (a block-cyclic block's kept columns, (3072,
+    768), into a block's (36864, 64) runs: both as (3072, 12, 64)), else through ``buf``
+    (``src.size`` elements), which costs a second pass over them."""
     if not src.size:
         return
     if (
         src.pieces is not None
         and dst.pieces is not None
         and len(src.pieces) == len(dst.pieces) == 1
-        and src.pieces[0].shape == dst.pieces[0].shape
         and not src._fancy(src_flat, dst_flat)
         and not dst._fancy(dst_flat, src_flat)
     ):
         dt = src_flat.dtype
         shape, start, strides, _ = src._in_bytes(dt.itemsize)[0]
-        _, to, to_strides, _ = dst._in_bytes(dt.itemsize)[0]
-        np.copyto(
-            np.ndarray(shape, dt, dst_flat, to, to_strides),
-            np.ndarray(shape, dt, src_flat, start, strides),
-        )
-        return
+        to_shape, to, to_strides, _ = dst._in_bytes(dt.itemsize)[0]
+        common = _common_shape(shape, to_shape)
+        if common is not None:
+            np.copyto(
+                np.ndarray(common, dt, dst_flat, to, _split(to_shape, to_strides, common)),
+                np.ndarray(common, dt, src_flat, start, _split(shape, strides, common)),
+            )
+            return
     dst.put(dst_flat, src.take(src_flat, buf))
+
+
+def _common_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The coarsest shape both ``a`` and ``b`` (of one size) become by splitting dimensions
+    only, or None: the union of their suffix products, where each divides the next."""
+    ends = sorted(set(_suffixes(a)) | set(_suffixes(b)))
+    if any(hi % lo for lo, hi in zip(ends, ends[1:], strict=False)):
+        return None
+    return tuple(hi // lo for lo, hi in zip([1, *ends], ends, strict=False))[::-1]
+
+
+def _suffixes(shape: tuple[int, ...]) -> list[int]:
+    """The products of ``shape``'s last 1, 2, ... dimensions."""
+    out, n = [], 1
+    for size in reversed(shape):
+        n *= size
+        out.append(n)
+    return out
+
+
+def _split(shape: tuple[int, ...], strides, fine: tuple[int, ...]) -> list[int]:
+    """``strides`` of ``shape`` for the same elements viewed in ``fine``, a splitting of it
+    (no dimension of 1 but where the size is 1)."""
+    out, k = [], len(fine)
+    for size, stride in zip(reversed(shape), reversed(strides), strict=True):
+        while size > 1:  # the fine dimensions this one splits into, last first
+            k -= 1
+            out.append(stride)
+            stride *= fine[k]
+            size //= fine[k]
+    return [*[0] * (len(fine) - len(out)), *out[::-1]]
 
 
 def _pieces(index: np.ndarray, row: int | None = None) -> tuple[Piece, ...] | None:
@@ -165,14 +199,14 @@ def _pieces(index: np.ndarray, row: int | None = None) -> tuple[Piece, ...] | No
     breaks = np.flatnonzero(np.diff(index) != 1) + 1
     if row is not None and row > 1:
         breaks = _row_breaks(index, breaks, row)
-    if breaks.size >= _MAX_RUNS or n < MIN_RUN * (breaks.size + 1):
+    if n < MIN_RUN * (breaks.size + 1):
         return None
     first = np.concatenate(([0], breaks))
-    lengths = np.diff(np.append(first, n))
-    # level 1: runs, (start, (length,), (1,)); levels 2 and 3 stack equal shapes at one stride
-    pieces = [(int(s), (int(ln),), (1,)) for s, ln in zip(index[first], lengths, strict=True)]
-    for _ in range(2):
-        pieces = _stack(pieces)
+    # runs stacked (level 2), then those pieces stacked once more (level 3)
+    pieces = _stack_runs(index[first], np.diff(np.append(first, n)))
+    if pieces is None:
+        return None
+    pieces = _stack(pieces)
     out, offset = [], 0
     for start, shape, strides in pieces:
         out.append(Piece(start, shape, strides, offset))
@@ -194,6 +228,34 @@ def _row_breaks(index: np.ndarray, breaks: np.ndarray, row: int) -> np.ndarray:
     whole = (index[first] % row == 0) & ((end - first) % row == 0)
     cut = inside[~whole[run] & (inside != first[run])]
     return np.union1d(breaks, cut)
+
+
+def _stack_runs(starts: np.ndarray, lengths: np.ndarray) -> list | None:
+    """The runs (``starts``, ``lengths``) as :func:`_stack` stacks them, (start, (length,),
+    (1,)) each, but found with NumPy: a loop step per stacked piece, not per run (a
+    block-cyclic:64 block unpacked into a replicated one is 73 728 runs and one piece). None
+    where more than _MAX_RUNS pieces would be left (the pieces are short anyway)."""
+    n = starts.size
+    step = np.diff(starts)
+    same = lengths[1:] == lengths[:-1]  # pair k (runs k, k+1) can stack
+    # a block of pairs that stack at one step ends where the step changes or a pair cannot
+    ends = np.flatnonzero((step[1:] != step[:-1]) | ~same[1:] | ~same[:-1])
+    if ends.size + np.count_nonzero(~same) >= _MAX_RUNS:
+        return None
+    last = np.append(ends, n - 2)  # the last pair of each block, in order
+    block_end = last[np.searchsorted(last, np.arange(n - 1))] if n > 1 else last
+    starts, lengths, step = starts.tolist(), lengths.tolist(), step.tolist()
+    same, block_end = same.tolist(), block_end.tolist()
+    out, i = [], 0
+    while i < n:
+        if i < n - 1 and same[i]:
+            j = block_end[i] + 2  # runs i .. the block's last pair's second
+            out.append((starts[i], (j - i, lengths[i]), (step[i], 1)))
+        else:
+            j = i + 1
+            out.append((starts[i], (lengths[i],), (1,)))
+        i = j
+    return out
 
 
 def _stack(pieces: list) -> list:

@@ -5,7 +5,8 @@
 #
 #     scripts/accuracy_suite.sh OUTDIR [STAGE ...]
 #
-# Stages (default: all, in this order): calibrate model_mesh overlap plan_block e2e model_emu.
+# Stages (default: all, in this order): calibrate model_mesh overlap plan_block e2e throughput
+# model_emu.
 # OUTDIR/log holds each stage's start and end; a stage reuses OUTDIR/profile.json once made.
 # About 20 minutes on 16 cores; ranks go up to 16 whatever the cores (oversubscribed below 16).
 set -uo pipefail
@@ -15,7 +16,7 @@ shift
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 stages=("$@")
-all=(calibrate model_mesh overlap plan_block e2e model_emu)
+all=(calibrate model_mesh overlap plan_block e2e throughput model_emu)
 [ ${#stages[@]} -eq 0 ] && stages=("${all[@]}")
 for stage in "${stages[@]}"; do
   [[ " ${all[*]} " == *" $stage "* ]] || { echo "unknown stage $stage (${all[*]})" >&2; exit 2; }
@@ -53,6 +54,8 @@ for stage in "${stages[@]}"; do
       --out "$out/plan_block.txt" ;;
     e2e) "$PY" scripts/end_to_end.py --profile "$prof" --ranks 4,8,9,16 --repeat 3 \
       --out "$out/e2e.csv" ;;
+    throughput) "$PY" scripts/redistribution_throughput.py --ranks 4,8,9,16 \
+      --out "$out/throughput.csv" ;;
     model_emu) "$PY" scripts/model_accuracy.py --profile "$prof" --ranks 8,16 --repeat 3 \
       --rounds 3 --cluster 2 --emulate-links 1gbe --out "$out/model_emu.csv" ;;
   esac >"$out/$stage.txt" 2>"$out/$stage.err"

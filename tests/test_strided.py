@@ -129,3 +129,39 @@ def test_copy_between_one_piece_each_copies_directly():
     out = np.zeros((4, 8), np.float32)
     strided.copy_between(copy_from, block.ravel(), copy_to, out.ravel(), np.empty(0, np.float32))
     assert np.array_equal(out[:, 2:6], block[2:6, 1:5])  # an empty buffer: never used
+
+
+def test_many_runs_at_one_step_are_one_piece():
+    """73 728 runs of 64 at a step of 128 (a block-cyclic:64 block's columns in a replicated
+    block, P = 2) are one (73728, 64) piece: found with NumPy, not by a loop per run, and no
+    longer left to fancy indexing for having more than _MAX_RUNS runs."""
+    runs = 73728
+    index = (np.arange(runs) * 128 + 64)[:, None] + np.arange(64)
+    copy = IndexCopy.of(index.ravel(), 3072)
+    assert [(p.shape, p.strides) for p in copy.pieces] == [((runs, 64), (128, 1))]
+    flat = np.arange(runs * 128 + 128, dtype=np.float32)
+    assert np.array_equal(copy.take(flat, np.empty(copy.size, np.float32)), flat[index.ravel()])
+
+
+def test_copy_between_splits_two_pieces_into_a_common_shape():
+    """One piece each whose shapes split into a common one is one copy, no buffer: the left
+    half of every row of a 16 x 16 block, (16, 8), into runs of 4 every 8, (32, 4), as
+    (16, 2, 4); a contiguous piece into the runs and back likewise."""
+    patch = every_piece()
+    try:
+        halves = IndexCopy.of(np.arange(256).reshape(16, 16)[:, :8])
+        runs = IndexCopy.of(np.arange(256).reshape(32, 8)[:, :4])
+        dense = IndexCopy.of(np.arange(10, 138))
+    finally:
+        patch.undo()
+    none = np.empty(0, np.float32)  # a buffer used would fail: it is empty
+    src = np.arange(256, dtype=np.float32)
+    out = np.zeros(256, np.float32)
+    strided.copy_between(halves, src, runs, out, none)
+    assert np.array_equal(out.reshape(32, 8)[:, :4], src.reshape(16, 16)[:, :8].reshape(32, 4))
+    out = np.zeros(256, np.float32)
+    strided.copy_between(dense, src, runs, out, none)
+    assert np.array_equal(out.reshape(32, 8)[:, :4].ravel(), src[10:138])
+    back = np.zeros(256, np.float32)
+    strided.copy_between(runs, out, dense, back, none)
+    assert np.array_equal(back[10:138], src[10:138])

@@ -131,3 +131,34 @@ def test_a_batch_moves_what_its_transfers_move_in_one_exchange(P):
             through_mpi = [n if t != me else 0 for t, n in enumerate(counts.tolist())]
             assert sent == ([] if batch.local_only else [through_mpi]), (an, bn, me)
             assert batch.messages == sum(1 for n in through_mpi if n)
+
+
+@pytest.mark.parametrize("reuse", [False, True])
+def test_reuse_moves_into_the_block_returned_last_time(reuse):
+    """With ``reuse`` a transfer and a batch write into the destinations they returned the
+    time before, their padding zeroed again (whoever used the block may have written it);
+    without, every call returns new blocks."""
+    from layouts.batch import Batch
+
+    P, lays = 4, layouts_for((13, 7), 4)
+    (s, sm), (d, dm) = lays["rows"], lays["block"]
+
+    def job(comm):
+        one = transfer(s, sm, d, dm, comm)
+        batch = Batch.of([transfer(s, sm, d, dm, comm), transfer(d, dm, s, sm, comm)], comm.rank)
+        blocks = tuple(generate_block(x, m.coords(comm.rank), SEED) for x, m in ((s, sm), (d, dm)))
+        first = (one(blocks[0], comm, reuse), *batch(blocks, comm, reuse))
+        for out in first:
+            out.fill(7.0)  # a user of the blocks writes everywhere, padding included
+        again = (one(blocks[0], comm, reuse), *batch(blocks, comm, reuse))
+        return first, again
+
+    for me, (first, again) in enumerate(run_ranks(P, job)):
+        want = (
+            generate_block(d, dm.coords(me), SEED),
+            generate_block(d, dm.coords(me), SEED),
+            generate_block(s, sm.coords(me), SEED),
+        )
+        for a, b, w in zip(first, again, want, strict=True):
+            assert (a is b) == reuse
+            assert np.array_equal(b, w)

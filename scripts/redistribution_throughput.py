@@ -1,0 +1,191 @@
+"""Redistribution throughput (issue 12): each end-to-end run's moves against MPI's own all-to-all
+of the same volume, timed in the same job the same way, no model between them.
+
+    .venv/bin/python scripts/redistribution_throughput.py [--ranks 4,8,9,16]
+        [--inputs block-cyclic:64,cols] [--shapes square,tall-skinny] [--repeat 9]
+        [--out results/redistribution_throughput.csv]
+
+For every rank count one job (``mpiexec -n P python THIS --worker``) builds, for every algorithm
+it admits, shape and input layout (A, B and C all in it), the moves an end-to-end run makes
+(bench.endtoend: A and B in as one batch, C out; the same relabelling) and times, interleaved,
+barrier to barrier as a run's phases are:
+- ``redistribution``: the move itself (packing, Alltoallv, unpacking, the kept part's copy),
+  into the blocks it moved into the lap before, as a run's repetitions move;
+- ``alltoall``: MPI_Alltoall in which every rank sends the busiest rank's bytes of that move,
+  spread evenly over the other ranks (the all-to-all of the same volume);
+- ``alltoallv``: MPI_Alltoallv with the move's own counts, from and into ready buffers (what
+  the move would cost with no packing or unpacking at all).
+It prints, per move, ``throughput`` = alltoall / redistribution (>= 0.8 wanted; above 1 the
+move beat the uniform all-to-all of its peak volume) and ``vs_alltoallv`` = alltoallv /
+redistribution (the share of the move's time MPI's exchange takes), with medians overall and
+by P. scripts/end_to_end.py sets the same moves against the model's price instead.
+"""
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from algorithms import ALGORITHMS, get  # noqa: E402
+from bench.endtoend import end_to_end, job_comm  # noqa: E402
+from bench.files import replacing  # noqa: E402
+from bench.launch import Launcher  # noqa: E402
+
+SHAPES = {"square": (3072, 3072, 3072), "tall-skinny": (8192, 1024, 512)}
+DTYPE = np.float32
+
+
+def lap(comm, op, repeat: int) -> float:
+    """Rank 0's median seconds of ``op`` between barriers (after one warm-up)."""
+    from mpi4py import MPI
+
+    op()
+    laps = []
+    for _ in range(repeat):
+        comm.Barrier()
+        t0 = MPI.Wtime()
+        op()
+        comm.Barrier()
+        laps.append(MPI.Wtime() - t0)
+    return comm.bcast(statistics.median(laps), root=0)
+
+
+def mpi_ops(comm, counts: np.ndarray):
+    """(uniform Alltoall of the busiest rank's volume, Alltoallv of these counts) as callables;
+    ``counts``: the elements this rank sends each rank (to itself: kept, not sent)."""
+    from mpi4py import MPI
+
+    P, me = comm.Get_size(), comm.Get_rank()
+    send = counts.astype(np.int64)
+    send[me] = 0
+    recv = np.empty_like(send)
+    comm.Alltoall(send, recv)
+    peak = comm.allreduce(int(send.sum()), op=MPI.MAX)
+    each = -(-peak // (P - 1))
+    a, b = np.ones(each * P, DTYPE), np.empty(each * P, DTYPE)
+    sbuf, rbuf = np.ones(max(send.sum(), 1), DTYPE), np.empty(max(recv.sum(), 1), DTYPE)
+    sv = [sbuf, (send, np.concatenate(([0], np.cumsum(send)[:-1]))), MPI.FLOAT]
+    rv = [rbuf, (recv, np.concatenate(([0], np.cumsum(recv)[:-1]))), MPI.FLOAT]
+    return (lambda: comm.Alltoall(a, b)), (lambda: comm.Alltoallv(sv, rv)), peak
+
+
+def worker(args) -> None:
+    from mpi4py import MPI
+
+    from layouts.batch import Batch
+    from layouts.transfer import transfer
+
+    world = MPI.COMM_WORLD
+    P, me = world.Get_size(), world.Get_rank()
+    itemsize = np.dtype(DTYPE).itemsize
+    rows = []
+    for algo in args.algos.split(","):
+        if not get(algo).grids(P):
+            continue
+        for name in args.shapes.split(","):
+            plan = get(algo).plan(SHAPES[name], P, overlap=True)
+            for spec in args.inputs.split(","):
+                e2e = end_to_end(dict.fromkeys("ABC", spec), plan, itemsize)
+                comm = job_comm(world, e2e)
+                ins = [m for m in e2e.moves if m.into]
+                parts = [
+                    transfer(m.src, m.src_mesh, m.dst, m.dst_mesh, world, e2e.ranks) for m in ins
+                ]
+                inverse = [int(t) for t in np.argsort(e2e.ranks)]
+                phases = []
+                if parts:
+                    move = Batch.of(parts, me) if len(parts) > 1 else parts[0]
+                    blocks = tuple(np.ones(m.src.block_shape, DTYPE) for m in ins)
+                    run = (
+                        (lambda mv=move, b=blocks: mv(b, world, True))
+                        if len(parts) > 1
+                        else (lambda mv=move, b=blocks[0]: mv(b, world, True))
+                    )
+                    phases.append(("in", "".join(m.matrix for m in ins), world, move, run))
+                for m in (m for m in e2e.moves if not m.into):
+                    out = transfer(m.src, m.src_mesh, m.dst, m.dst_mesh, comm, inverse)
+                    block = np.ones(m.src.block_shape, DTYPE)
+                    phases.append(
+                        ("out", m.matrix, comm, out, lambda t=out, b=block, c=comm: t(b, c, True))
+                    )
+                for phase, matrices, c, move, run in phases:
+                    uniform, exact, peak = mpi_ops(c, move.sendcounts)
+                    times = {"redistribution": [], "alltoall": [], "alltoallv": []}
+                    for _ in range(3):  # interleaved, so a slow minute hits all three
+                        for key, op in zip(times, (run, uniform, exact), strict=True):
+                            times[key].append(lap(c, op, args.repeat))
+                    t = {k: statistics.median(v) for k, v in times.items()}
+                    rows.append(
+                        {
+                            "P": P,
+                            "algo": algo,
+                            "shape": name,
+                            "input": spec,
+                            "phase": phase,
+                            "matrices": matrices,
+                            "peak_MiB": peak * itemsize / 2**20,
+                            **{f"{k}_ms": 1e3 * v for k, v in t.items()},
+                            "throughput": t["alltoall"] / t["redistribution"],
+                            "vs_alltoallv": t["alltoallv"] / t["redistribution"],
+                        }
+                    )
+                if comm is not world:
+                    comm.Free()
+    if me == 0:
+        print(json.dumps({"rows": rows}))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ranks", default="4,8,9,16")
+    p.add_argument("--algos", default=",".join(ALGORITHMS))
+    p.add_argument("--inputs", default="block-cyclic:64,cols")
+    p.add_argument("--shapes", default=",".join(SHAPES))
+    p.add_argument("--repeat", type=int, default=9, help="laps per median (three medians each)")
+    p.add_argument("--out", default="results/redistribution_throughput.csv")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.worker:
+        return worker(args)
+    rows = []
+    own = ["--algos", args.algos, "--inputs", args.inputs, "--shapes", args.shapes]
+    for P in (int(x) for x in args.ranks.split(",")):
+        print(f"P={P} ...", file=sys.stderr, flush=True)
+        record, why = Launcher.find().run_json(
+            P,
+            [*own, "--repeat", str(args.repeat), "--worker"],
+            1800,
+            program=(sys.executable, str(Path(__file__).resolve())),
+            cwd=ROOT,
+        )
+        if record is None:
+            print(f"  P={P} failed: {why}", file=sys.stderr)
+            continue
+        rows += record["rows"]
+    table = pd.DataFrame(rows)
+    if table.empty:
+        sys.exit("no job succeeded")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with replacing(out) as tmp:
+        table.to_csv(tmp, index=False)
+    with pd.option_context("display.width", 200, "display.max_rows", 500):
+        print(table.round(3).to_string(index=False))
+    for col in ("throughput", "vs_alltoallv"):
+        v = table[col]
+        print(
+            f"\n{col}: median {v.median():.2f}, min {v.min():.2f}, >= 0.8 in "
+            f"{int((v >= 0.8).sum())}/{len(v)}; median by P and phase:"
+        )
+        print(table.pivot_table(index="phase", columns="P", values=col, aggfunc="median").round(2))
+
+
+if __name__ == "__main__":
+    main()
