@@ -188,3 +188,24 @@ def test_matching_on_few_of_many_ranks_is_a_maximum_weight_matching():
         assert (V[got_job, got_native] > 0).all()
         rows, cols = linear_sum_assignment(V, maximize=True)
         assert V[got_job, got_native].sum() == V[rows, cols].sum()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_greedy_matching_is_a_maximal_matching(seed):
+    """layouts.relabel._greedy_matching: each row on one of its own columns, no column twice,
+    and no pair left with both ends free (maximal); on random pairs, some rows over few
+    columns, so some rows must stay unmatched."""
+    from layouts.relabel import _greedy_matching
+
+    rng = np.random.default_rng(seed)
+    P = 40
+    rows = rng.integers(0, P, 300)
+    cols = rng.integers(0, 12, 300) * 3  # 12 columns for 40 rows
+    out = _greedy_matching(rows, cols, P)
+    matched = np.flatnonzero(out >= 0)
+    pairs = set(zip(rows.tolist(), cols.tolist(), strict=True))
+    assert all((int(r), int(out[r])) in pairs for r in matched)
+    assert np.unique(out[matched]).size == matched.size
+    taken = set(out[matched].tolist())
+    assert all(out[r] >= 0 or c in taken for r, c in pairs)
+    assert 0 < matched.size <= 12
