@@ -87,11 +87,10 @@ class Transfer:
     def start(
         self, block: np.ndarray, reuse: bool = False
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(destination block, it flat, ``block`` flat): the destination zeroed where padding
-        receives nothing. With ``reuse`` the destination is the one this transfer returned last
-        time for the dtype (so its earlier contents are overwritten): as COSTA writes into the
-        caller's matrix, a repeated redistribution then pays no page faults for a fresh block
-        (half of a block-cyclic:64 move's time at P = 2 on our VM)."""
+        """(destination block, it flat, ``block`` flat), zeroed where padding receives nothing.
+        ``reuse``: the block this transfer returned last time for the dtype, overwritten (as
+        COSTA writes into the caller's matrix): no page faults for a fresh one (the kept half of
+        a 3072^2 block at P = 2: 11.4 ms into a fresh block, 5.7 into one written before)."""
         if block.shape != self.src_shape:
             raise ValueError(f"block of shape {block.shape}, the transfer is from {self.src_shape}")
         full = self.recv.size + self.keep_to.size == math.prod(self.dst_shape)
