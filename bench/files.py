@@ -54,6 +54,14 @@ def write_json_atomic(path: str | os.PathLike, obj, indent: int | None = None) -
     return write_atomic(path, json.dumps(obj, indent=indent))
 
 
+def save_csv_atomic(path: str | os.PathLike, table) -> Path:
+    """Replace ``path`` with the DataFrame ``table`` as CSV (no index), its folder made."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with replacing(path) as tmp:
+        table.to_csv(tmp, index=False)
+    return Path(path)
+
+
 def save_npy_atomic(path: str | os.PathLike, array: np.ndarray) -> Path:
     with replacing(path) as tmp, open(tmp, "wb") as fh:
         np.save(fh, array)

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from .errors import UsageError
-from .files import replacing
+from .files import save_csv_atomic
 from .trace import COMM_LANE, load_rank_events
 
 COLUMNS = ["rank", "rep", "phase", "step", "start", "duration", "bytes", "lane"]
@@ -62,9 +62,7 @@ def spans_table(directory: Path):
 
 
 def write_spans(table, path: Path) -> Path:
-    with replacing(path) as tmp:
-        table.to_csv(tmp, index=False)
-    return path
+    return save_csv_atomic(path, table)
 
 
 def phase_summary(table, run: dict) -> dict:

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from algorithms import ALGORITHMS, get  # noqa: E402
-from bench.files import replacing  # noqa: E402
+from bench.files import save_csv_atomic  # noqa: E402
 from bench.launch import DISTMM, Launcher, run_argv  # noqa: E402
 from bench.units import parse_ints  # noqa: E402
 
@@ -82,9 +82,7 @@ def main() -> None:
                     }
                 )
     table = pd.DataFrame(rows)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    with replacing(args.out) as tmp:
-        table.to_csv(tmp, index=False)
+    save_csv_atomic(args.out, table)
     with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
         print(table.to_string(index=False))
     if args.peer:

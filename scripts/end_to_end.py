@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from algorithms import ALGORITHMS, get  # noqa: E402
 from bench.endtoend import end_to_end  # noqa: E402
-from bench.files import replacing  # noqa: E402
+from bench.files import save_csv_atomic  # noqa: E402
 from bench.launch import Launcher, run_argv  # noqa: E402
 from bench.machine import cores  # noqa: E402
 from bench.model import Profile, transfer_seconds  # noqa: E402
@@ -189,10 +189,7 @@ def main() -> None:
                     if r is not None:
                         rows.append(row(r, algo, name, spec, profile, timed))
     table = pd.DataFrame(rows)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with replacing(out) as tmp:
-        table.to_csv(tmp, index=False)
+    save_csv_atomic(args.out, table)
     with pd.option_context("display.width", 200, "display.max_rows", 500):
         print(table.round(3).to_string(index=False))
     if table.empty:

@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from algorithms import ALGORITHMS, get  # noqa: E402
-from bench.files import replacing  # noqa: E402
+from bench.files import save_csv_atomic  # noqa: E402
 from bench.launch import Launcher, run_argv  # noqa: E402
 from bench.machine import cores  # noqa: E402
 from bench.model import bytes_per_rank  # noqa: E402
@@ -181,10 +181,7 @@ def main() -> None:
             }
         )
     table = pd.DataFrame(rows)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with replacing(out) as tmp:
-        table.to_csv(tmp, index=False)
+    save_csv_atomic(args.out, table)
     shown = table.drop(columns=["rounds_s"], errors="ignore")
     if "phases" in shown:
         shown["phases"] = shown["phases"].map(

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from algorithms import ALGORITHMS, get  # noqa: E402
 from bench.endtoend import end_to_end, job_comm  # noqa: E402
-from bench.files import replacing  # noqa: E402
+from bench.files import save_csv_atomic  # noqa: E402
 from bench.launch import Launcher  # noqa: E402
 
 SHAPES = {"square": (3072, 3072, 3072), "tall-skinny": (8192, 1024, 512)}
@@ -172,19 +172,18 @@ def main() -> None:
     table = pd.DataFrame(rows)
     if table.empty:
         sys.exit("no job succeeded")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with replacing(out) as tmp:
-        table.to_csv(tmp, index=False)
+    save_csv_atomic(args.out, table)
     with pd.option_context("display.width", 200, "display.max_rows", 500):
         print(table.round(3).to_string(index=False))
+    moving = table[table["peak_MiB"] > 0]  # a move that keeps everything is a local copy
+    print(f"\n{len(table) - len(moving)} moves only copy locally: left out below")
     for col in ("throughput", "vs_alltoallv"):
-        v = table[col]
+        v = moving[col]
         print(
             f"\n{col}: median {v.median():.2f}, min {v.min():.2f}, >= 0.8 in "
             f"{int((v >= 0.8).sum())}/{len(v)}; median by P and phase:"
         )
-        print(table.pivot_table(index="phase", columns="P", values=col, aggfunc="median").round(2))
+        print(moving.pivot_table(index="phase", columns="P", values=col, aggfunc="median").round(2))
 
 
 if __name__ == "__main__":
