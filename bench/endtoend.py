@@ -108,7 +108,7 @@ class Pipeline:
     """One end-to-end repetition as a callable returning C in the user's layout; ``laps``
     keeps each phase's seconds per repetition and ``sent`` the bytes this rank sent in each
     redistribution phase (the same every repetition). Every repetition moves into the
-    blocks the one before moved into (Transfer.start's ``reuse``): its state is dead by then."""
+    blocks the one before moved into (Transfer.start's ``reuse``): that one's state is dead."""
 
     def __init__(self, module, plan, mesh, world, e2e: EndToEnd, io, kernel, blocks: dict):
         self.module, self.plan, self.mesh, self.world = module, plan, mesh, world

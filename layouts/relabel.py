@@ -228,7 +228,7 @@ def _by_levels(job, native, weight, P: int, most, top) -> tuple[np.ndarray, np.n
     need = most[tie_native]
     levels = np.unique(need)[::-1]
     for group in np.array_split(levels, min(_LEVELS, levels.size)):
-        ties = np.flatnonzero((need >= group[-1]) & (need <= group[0]) & free[tie_job])
+        ties = (need >= group[-1]) & (need <= group[0]) & free[tie_job]
         matched = _greedy_matching(tie_native[ties], tie_job[ties], P)
         hit = np.flatnonzero(matched >= 0)
         at[hit] = matched[hit]
