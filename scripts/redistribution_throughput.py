@@ -19,6 +19,11 @@ It prints, per move, ``throughput`` = alltoall / redistribution (>= 0.8 wanted; 
 move beat the uniform all-to-all of its peak volume) and ``vs_alltoallv`` = alltoallv /
 redistribution (the share of the move's time MPI's exchange takes), with medians overall and
 by P. scripts/end_to_end.py sets the same moves against the model's price instead.
+
+On one node MPICH 5 moves a large message in a single copy (cross-memory attach, on by default
+since pmodels/mpich#7639), which a move that packs and unpacks cannot match: on our 2-core VM
+the throughput was 0.33 (median, P = 4-16), and 0.79 at P = 4 with MPIR_CVAR_CH4_CMA_ENABLE=0
+(MPICH's two-copy shared-memory path), where MPI's own all-to-all took 4-8x longer.
 """
 
 import argparse
