@@ -169,8 +169,9 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
     (bench.model.redistribution.loads). Many ranks sharing cores make single Alltoallvs swing
     with the scheduler; the model fits the counts above the cores together."""
     from bench.model.redistribution import loads
+    from layouts.counting import exchange_counts
     from layouts.endpoints import user_layout
-    from layouts.transfer import exchange_counts, transfer
+    from layouts.transfer import transfer
 
     g = comm.Get_size()
     rows = []

@@ -13,7 +13,7 @@ same native layouts and mesh (overlap, panel and pace variants).
 
 from __future__ import annotations
 
-from layouts.transfer import overlap_pairs
+from layouts.counting import overlap_pairs
 
 from .model import Profile, plan_moves, price_moves
 from .model.bound import words_bound

@@ -17,10 +17,10 @@ import numpy as np
 
 from topology.mesh import AbstractMesh
 
+from .counting import exchange_counts, overlap_pairs
 from .named import user_layout
 from .relabel import Relabelling, relabel_pairs
 from .tensorlayout import TensorLayout
-from .transfer import exchange_counts, overlap_pairs
 
 NATIVE = "native"
 MATRICES = {"A": (0, 1), "B": (1, 2), "C": (0, 2)}  # the dimensions of (M, K, N) each spans
@@ -105,7 +105,7 @@ def relabelling(
     ``all_moves`` in place (one assignment for A, B and C together; layouts.relabel.
     relabel_pairs, from the sparse overlaps: the run and the model choose it alike, at any P);
     ``nodes``: each job rank's node on a cluster, to keep each node's mesh ranks together;
-    ``overlaps``: the moves' layouts.transfer.overlap_pairs, if already computed."""
+    ``overlaps``: the moves' layouts.counting.overlap_pairs, if already computed."""
     if not all_moves:
         return Relabelling(tuple(range(P)), 0, 0)
     if overlaps is None:

@@ -34,8 +34,8 @@ import numpy as np
 
 from topology.mesh import AbstractMesh
 
+from .counting import overlap_counts, unique_inverse
 from .tensorlayout import TensorLayout
-from .transfer import overlap_counts, unique_inverse
 
 
 @dataclass(frozen=True)

@@ -67,8 +67,8 @@ def test_sparse_pricing_matches_the_house_counts(profile_file):
 
 def _dense_relabelling(all_moves, P: int, itemsize: int, nodes=None):
     """The reference: layouts.relabel.relabel on the P x P volumes kept in place."""
+    from layouts.counting import overlap_counts
     from layouts.relabel import relabel
-    from layouts.transfer import overlap_counts
 
     kept = np.zeros((P, P), np.int64)  # [job rank, native mesh rank]
     needed = np.zeros(P, np.int64)

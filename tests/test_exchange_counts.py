@@ -10,8 +10,8 @@ import pytest
 
 from layouts import LayoutError, parse_layout
 from layouts.blockmap import held_indices
+from layouts.counting import exchange_counts, overlap_counts
 from layouts.named import user_layout
-from layouts.transfer import exchange_counts, overlap_counts
 from topology import AbstractMesh, MeshError
 
 

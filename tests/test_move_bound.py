@@ -12,8 +12,8 @@ from conftest import PROFILE
 from algorithms import ALGORITHMS, get
 from bench.model import Profile, plan_moves, price_moves
 from bench.model.move_bound import most_shared, overlap_bound, shape_bound
+from layouts.counting import overlap_pairs
 from layouts.endpoints import user_layouts
-from layouts.transfer import overlap_pairs
 from topology.hierarchy import cluster_mesh
 from topology.links import LinkModel
 

@@ -14,9 +14,10 @@ import pytest
 from mpi4py import MPI
 
 from layouts import LayoutError, generate_block, parse_layout
+from layouts.counting import exchange_counts
 from layouts.named import grid, user_layout
 from layouts.relabel import relabel_layouts
-from layouts.transfer import exchange_counts, redistribute_between
+from layouts.transfer import redistribute_between
 from topology import AbstractMesh, MeshError
 
 SEED = 23

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from layouts import parse_layout
+from layouts.counting import exchange_counts
 from layouts.named import grid, user_layout
 from layouts.relabel import Relabelling, relabel, relabel_layouts
-from layouts.transfer import exchange_counts
 from topology import AbstractMesh
 
 

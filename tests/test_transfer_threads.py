@@ -11,8 +11,9 @@ import pytest
 from test_redistribute_between_mpi import SEED, layouts_for
 
 from layouts import generate_block, strided
+from layouts.counting import exchange_counts
 from layouts.relabel import relabel_layouts
-from layouts.transfer import exchange_counts, transfer
+from layouts.transfer import transfer
 
 
 class ThreadComm:

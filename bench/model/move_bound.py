@@ -86,7 +86,7 @@ def overlap_bound(
     rpn: int,
     links=None,
 ) -> float:
-    """Seconds from each move's overlaps (layouts.transfer.overlap_pairs: (src rank, dst rank,
+    """Seconds from each move's overlaps (layouts.counting.overlap_pairs: (src rank, dst rank,
     count, needed)) before relabelling: in any order a rank keeps at most its largest overlap,
     so it receives the rest of what it needs, in messages from all but one of its sources, and
     (a source holding each element once) sends the rest of what it holds, to all but one of

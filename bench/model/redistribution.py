@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from layouts.counting import exchange_counts, overlap_pairs, summed_pairs
 from layouts.endpoints import Move, UserLayout, move_counts, moves, relabelling
 from layouts.redistribute import placement
 from layouts.tensorlayout import TensorLayout
-from layouts.transfer import exchange_counts, overlap_pairs, summed_pairs
 from topology.hierarchy import nodes_of
 from topology.mesh import AbstractMesh
 
@@ -176,7 +176,7 @@ def price_moves(
     """:func:`move_seconds` with the relabelling an end-to-end run makes (unless ``relabel`` is
     False), and the words the moves make the busiest rank send or receive.
 
-    Computed from the sparse overlaps (layouts.transfer.overlap_pairs), never a P x P array,
+    Computed from the sparse overlaps (layouts.counting.overlap_pairs), never a P x P array,
     where it can be: a source with one holder per element sends exactly its overlaps (others:
     layouts.endpoints.move_counts), and the relabelling is the run's (layouts.endpoints.
     relabelling; on a cluster, ``links``, the one that keeps each node's mesh ranks together).
