@@ -163,3 +163,29 @@ def test_reuse_moves_into_the_block_returned_last_time(reuse):
         for a, b, w in zip(first, again, want, strict=True):
             assert (a is b) == reuse
             assert np.array_equal(b, w)
+
+
+def test_parts_in_one_run_move_straight_from_and_into_the_blocks():
+    """Column blocks into 2 x 2 blocks: each rank's part for a peer is a run of its block (rows
+    of a column block), so the block is the send buffer; back, each part lands in one run of the
+    destination, so that is the receive buffer; both exact, and the other sides still packed."""
+    from layouts.named import user_layout
+
+    P, shape = 4, (16, 16)
+    (cols, cm), (blocks, bm) = user_layout("cols", shape, P), user_layout("block", shape, P)
+
+    def job(comm):
+        there = transfer(cols, cm, blocks, bm, comm)
+        back = transfer(blocks, bm, cols, cm, comm)
+        a = there(generate_block(cols, cm.coords(comm.rank), SEED), comm)
+        b = back(generate_block(blocks, bm.coords(comm.rank), SEED), comm)
+        me = comm.rank
+        ways = [
+            t._in_place(side, me) is not None for t in (there, back) for side in ("send", "recv")
+        ]
+        return a, b, ways
+
+    for me, (a, b, ways) in enumerate(run_ranks(P, job)):
+        assert np.array_equal(a, generate_block(blocks, bm.coords(me), SEED))
+        assert np.array_equal(b, generate_block(cols, cm.coords(me), SEED))
+        assert ways == [True, False, False, True], me
