@@ -116,11 +116,10 @@ class Transfer:
         into it) if every part is one run in order, else None; worked out once."""
         memo = self.__dict__.setdefault("_in_place_at", {})
         if (side, me) not in memo:
-            index, counts = getattr(self, side).index, getattr(self, f"{side}counts").copy()
-            counts[me] = 0
-            first = np.cumsum(counts) - counts
+            index = getattr(self, side).index
+            counts, first = self._through_mpi(me)[side == "recv"]
             steps = np.diff(index) == 1
-            steps[first[(counts > 0) & (first > 0)] - 1] = True  # where a peer's part begins
+            steps[[f - 1 for f, n in zip(first, counts, strict=True) if n and f]] = True  # seams
             at = [int(index[f]) if n else 0 for f, n in zip(first, counts, strict=True)]
             memo[(side, me)] = at if steps.all() else None
         return memo[(side, me)]

@@ -62,16 +62,15 @@ def lap(comm, op, repeat: int) -> float:
     return comm.bcast(statistics.median(laps), root=0)
 
 
-def mpi_ops(comm, counts: np.ndarray):
-    """(uniform Alltoall of the busiest rank's volume, Alltoallv of these counts) as callables;
-    ``counts``: the elements this rank sends each rank (to itself: kept, not sent)."""
+def mpi_ops(comm, move):
+    """(uniform Alltoall of the busiest rank's volume, Alltoallv of the move's counts) as
+    callables, and that volume; ``move``: this rank's Transfer or Batch (what it sends and
+    receives to itself is kept, not sent)."""
     from mpi4py import MPI
 
     P, me = comm.Get_size(), comm.Get_rank()
-    send = counts.astype(np.int64)
-    send[me] = 0
-    recv = np.empty_like(send)
-    comm.Alltoall(send, recv)
+    send, recv = (np.array(c, np.int64) for c in (move.sendcounts, move.recvcounts))
+    send[me] = recv[me] = 0
     peak = comm.allreduce(int(send.sum()), op=MPI.MAX)
     each = -(-peak // (P - 1))
     a, b = np.ones(each * P, DTYPE), np.empty(each * P, DTYPE)
@@ -121,7 +120,7 @@ def worker(args) -> None:
                         ("out", m.matrix, comm, out, lambda t=out, b=block, c=comm: t(b, c, True))
                     )
                 for phase, matrices, c, move, run in phases:
-                    uniform, exact, peak = mpi_ops(c, move.sendcounts)
+                    uniform, exact, peak = mpi_ops(c, move)
                     times = {"redistribution": [], "alltoall": [], "alltoallv": []}
                     for _ in range(3):  # interleaved, so a slow minute hits all three
                         for key, op in zip(times, (run, uniform, exact), strict=True):
