@@ -161,8 +161,9 @@ A2AV_MOVES = (("cols", "block"), ("block-cyclic:64", "block"), ("rows", "cols"))
 
 def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
     """{"start", "message", "byte", "copy", "timed"}: a redistribution at this rank count,
-    fitted (bench.model.fits.fit_alltoallv) to whole layout changes (layouts.transfer: packing,
-    Alltoallv, unpacking and the kept part's copy) timed barrier to barrier as a run's phase
+    fitted (bench.model.fits.fit_alltoallv) to whole layout changes as runs make them
+    (layouts.direct's writes into shared memory on one node, else layouts.transfer's packing,
+    Alltoallv and unpacking; the kept part's copy) timed barrier to barrier as a run's phase
     is, for each of A2AV_MOVES on a square float32 matrix of A2AV_BYTES per rank (the largest
     where the g ranks fit the cores). "timed" holds
     each as [messages, bytes, copied bytes, seconds], the loads the model prices
@@ -170,6 +171,7 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
     with the scheduler; the model fits the counts above the cores together."""
     from bench.model.redistribution import loads
     from layouts.counting import exchange_counts
+    from layouts.direct import direct, release
     from layouts.endpoints import user_layout
     from layouts.transfer import transfer
 
@@ -180,15 +182,16 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
         n = int((nbytes * g / 4) ** 0.5)
         for src_name, dst_name in A2AV_MOVES:
             (src, smesh), (dst, dmesh) = (user_layout(x, (n, n), g) for x in (src_name, dst_name))
-            plan = transfer(src, smesh, dst, dmesh, comm)
+            move = direct(transfer(src, smesh, dst, dmesh, comm), comm, np.float32)
             block = np.ones(src.block_shape, np.float32)
             laps = []
             for _ in range(3 if quick or nbytes > 1 << 22 else 8):
                 comm.Barrier()
                 t0 = now()
-                plan(block, comm, reuse=True)  # as a run's phases move
+                move(block, comm, True)  # as a run's phases move
                 comm.Barrier()
                 laps.append(now() - t0)
+            release(move)
             counts = exchange_counts(src, smesh, dst, dmesh)
             s, d = np.nonzero(counts)
             load = loads(s, d, counts[s, d], g, 4, g / cores)

@@ -114,6 +114,7 @@ class Pipeline:
         self.module, self.plan, self.mesh, self.world = module, plan, mesh, world
         self.e2e, self.io, self.kernel, self.blocks = e2e, io, kernel, blocks
         from layouts.batch import Batch
+        from layouts.direct import direct
         from layouts.transfer import transfer
 
         # worked out once, before the timed repetitions: A and B in over the job (rank t: tree
@@ -121,14 +122,19 @@ class Pipeline:
         # rank ranks[d])
         ins = [m for m in e2e.moves if m.into]
         self.inputs = "".join(m.matrix for m in ins)
+        # (as Direct moves through shared memory where the ranks share one node: direct.py)
+        dtype = blocks["A"].dtype
         parts = [transfer(m.src, m.src_mesh, m.dst, m.dst_mesh, world, e2e.ranks) for m in ins]
-        self.batch = Batch.of(parts, world.Get_rank()) if len(parts) > 1 else None
-        self.transfers = {m.matrix: (t, world, None) for m, t in zip(ins, parts, strict=True)}
+        self.batch = direct(Batch.of(parts, world.Get_rank()), world, dtype) if parts[1:] else None
+        self.transfers = {
+            m.matrix: (direct(t, world, dtype) if self.batch is None else t, world, None)
+            for m, t in zip(ins, parts, strict=True)
+        }
         inverse = [int(t) for t in np.argsort(e2e.ranks)]  # job rank -> native mesh rank
         for m in e2e.moves:
             if not m.into:
                 out = transfer(m.src, m.src_mesh, m.dst, m.dst_mesh, mesh.comm, inverse)
-                self.transfers[m.matrix] = (out, mesh.comm, e2e.ranks)
+                self.transfers[m.matrix] = (direct(out, mesh.comm, dtype), mesh.comm, e2e.ranks)
         self.laps: dict[str, list[float]] = {p: [] for p in PHASES}
         self.sent = dict.fromkeys(PHASES, 0)
         self.state = None
@@ -159,6 +165,16 @@ class Pipeline:
         self.sent["redistribute_in"] = sent_in
         self.sent["redistribute_out"] = self.io.bytes_sent - sent_in
         return c
+
+    def close(self) -> None:
+        """Free the shared memory the moves write into (a collective): every block they
+        returned, the algorithm's state and C included, is invalid afterwards."""
+        from layouts.direct import release
+
+        release(self.batch)
+        for move, _, _ in self.transfers.values():
+            release(move)
+        self.state = None
 
     def _move(self, matrix: str, block):
         if matrix not in self.transfers:

@@ -11,6 +11,7 @@ one strided view; an index with no such structure keeps fancy indexing.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -128,30 +129,72 @@ def _contiguous(piece: Piece) -> bool:
 def copy_between(
     src: IndexCopy, src_flat: np.ndarray, dst: IndexCopy, dst_flat: np.ndarray, buf: np.ndarray
 ) -> None:
-    """``dst_flat[dst.index] = src_flat[src.index]``: one strided copy where both are one
-    piece whose shapes split into a common one (a block-cyclic block's kept columns, (3072,
-    768), into a block's (36864, 64) runs: both as (3072, 12, 64)), else through ``buf``
-    (``src.size`` elements), which costs a second pass over them."""
+    """``dst_flat[dst.index] = src_flat[src.index]``: one strided copy per stretch where both
+    sides' pieces, cut where either's pieces end, split into a common shape (a block-cyclic
+    block's kept columns, (3072, 768), into a block's (36864, 64) runs: both as (3072, 12,
+    64)), else through ``buf`` (``src.size`` elements), which costs a second pass over them."""
     if not src.size:
         return
-    if (
-        src.pieces is not None
-        and dst.pieces is not None
-        and len(src.pieces) == len(dst.pieces) == 1
-        and not src._fancy(src_flat, dst_flat)
-        and not dst._fancy(dst_flat, src_flat)
-    ):
-        dt = src_flat.dtype
-        shape, start, strides, _ = src._in_bytes(dt.itemsize)[0]
-        to_shape, to, to_strides, _ = dst._in_bytes(dt.itemsize)[0]
-        common = _common_shape(shape, to_shape)
-        if common is not None:
-            np.copyto(
-                np.ndarray(common, dt, dst_flat, to, _split(to_shape, to_strides, common)),
-                np.ndarray(common, dt, src_flat, start, _split(shape, strides, common)),
-            )
+    if not src._fancy(src_flat, dst_flat) and not dst._fancy(dst_flat, src_flat):
+        copies = _paired(src, dst, src_flat.itemsize)
+        if copies is not None:
+            dt = src_flat.dtype
+            for shape, start, strides, to, to_strides in copies:
+                np.copyto(
+                    np.ndarray(shape, dt, dst_flat, to, to_strides),
+                    np.ndarray(shape, dt, src_flat, start, strides),
+                )
             return
     dst.put(dst_flat, src.take(src_flat, buf))
+
+
+def _paired(src: IndexCopy, dst: IndexCopy, itemsize: int) -> list | None:
+    """(shape, start, strides, its start, its strides) in bytes for each stretch the two
+    sides' pieces cut each other into, where each stretch is whole rows of the piece it lies
+    in on both sides and the two split into a common shape; else None. Worked out once per
+    pair (kept on ``src``, with ``dst`` so that its id stays its own)."""
+    memo = src.__dict__.setdefault("_paired", {})
+    key = (id(dst), itemsize)
+    if key not in memo:
+        memo[key] = (dst, _pair(src.pieces, dst.pieces, src.size, itemsize))
+    return memo[key][1]
+
+
+def _pair(a, b, size: int, itemsize: int) -> list | None:
+    if a is None or b is None:
+        return None
+    cuts = sorted({p.offset for p in a} | {p.offset for p in b} | {size})
+    out, i, j = [], 0, 0
+    for lo, hi in zip(cuts, cuts[1:], strict=False):
+        while a[i].offset + math.prod(a[i].shape) <= lo:
+            i += 1
+        while b[j].offset + math.prod(b[j].shape) <= lo:
+            j += 1
+        x, y = _rows(a[i], lo, hi), _rows(b[j], lo, hi)
+        common = None if x is None or y is None else _common_shape(x.shape, y.shape)
+        if common is None:
+            return None
+        out.append(
+            (
+                common,
+                x.start * itemsize,
+                [s * itemsize for s in _split(x.shape, x.strides, common)],
+                y.start * itemsize,
+                [s * itemsize for s in _split(y.shape, y.strides, common)],
+            )
+        )
+    return out
+
+
+def _rows(piece: Piece, lo: int, hi: int) -> Piece | None:
+    """Packed positions ``lo`` .. ``hi`` of ``piece`` as a piece, if they are whole rows of it
+    (along its first dimension), else None."""
+    inner = math.prod(piece.shape[1:])
+    first, n = lo - piece.offset, hi - lo
+    if first % inner or n % inner:
+        return None
+    start = piece.start + first // inner * (piece.strides[0] if piece.shape else 0)
+    return Piece(start, (n // inner, *piece.shape[1:]), piece.strides, lo)
 
 
 def _common_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:

@@ -165,3 +165,25 @@ def test_copy_between_splits_two_pieces_into_a_common_shape():
     back = np.zeros(256, np.float32)
     strided.copy_between(runs, out, dense, back, none)
     assert np.array_equal(back[10:138], src[10:138])
+
+
+def test_copy_between_cuts_pieces_at_each_others_ends():
+    """One piece into two (the kept columns of a block into two panels of runs) is two direct
+    copies, cut where the panels meet, with no buffer; a cut through a row is not taken."""
+    patch = every_piece()
+    try:
+        cols = IndexCopy.of(np.arange(128).reshape(16, 8)[:, :4])  # (16, 4) at stride 8
+        grid = np.arange(256).reshape(16, 16)
+        panels = IndexCopy.of(np.concatenate([grid[:8, :4].ravel(), grid[8:12, 4:12].ravel()]))
+        odd = IndexCopy.of(np.concatenate([grid[:3, :2].ravel(), grid[8:, 8:12].ravel()[:58]]))
+    finally:
+        patch.undo()
+    assert len(panels.pieces) == 2
+    src = np.arange(128, dtype=np.float32)
+    out = np.zeros(256, np.float32)
+    strided.copy_between(cols, src, panels, out, np.empty(0, np.float32))
+    want = np.zeros(256, np.float32)
+    want[panels.index] = src[cols.index]
+    assert np.array_equal(out, want)
+    assert odd.pieces is not None
+    assert strided._paired(cols, odd, 4) is None  # the 6 elements end inside a row of cols

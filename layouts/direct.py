@@ -1,0 +1,176 @@
+"""Redistributions among the ranks of one node, written straight into the destination blocks.
+
+On one node MPICH 5 moves a large message in a single copy (cross-memory attach), so MPI's own
+all-to-all passes over the bytes once, while a move by ``Alltoallv`` packs, exchanges and
+unpacks them: three or four passes, 0.33 of the all-to-all's speed on our VM
+(scripts/redistribution_throughput.py). Here every rank's destination blocks live in a window
+of MPI-3 shared memory (``MPI_Win_allocate_shared``) and each rank writes the elements it sends
+straight into its peers' blocks by the same strided copies that pack them: one pass, like the
+kept part's copy. Where in a peer's block each element lands is exchanged once, when the move
+is set up (one ``Alltoallv`` of positions), so a repetition exchanges no metadata.
+
+Only where every rank of the communicator shares one node's memory and the blocks are reused
+(the end-to-end pipeline and calibrate: a returned block is overwritten by the next call);
+elsewhere the Transfer (or Batch) runs its ``Alltoallv``. ``DISTMM_DIRECT=0`` switches it off.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from topology.hierarchy import cores
+
+from .strided import IndexCopy, copy_between
+from .transfer import Transfer
+
+ALIGN = 64  # bytes: each destination block starts on a cache line of the window
+NAP = 2e-5  # seconds a rank waiting on a crowded node sleeps between tests of its barrier
+
+
+@dataclass(frozen=True, eq=False)
+class Direct:
+    """``parts`` (Transfers over one communicator) run by writing into shared memory; reads
+    like the Transfer or Batch it stands for (``single``: it stands for one Transfer), so the
+    communication layer counts and emulates it alike."""
+
+    parts: tuple[Transfer, ...]
+    single: bool
+    win: object  # the MPI.Win holding every rank's destination blocks
+    mine: tuple[np.ndarray, ...]  # this rank's destination block of each part (in the window)
+    # per part: (peer's flat block, positions in my source block, positions in the peer's)
+    pushes: tuple[tuple[tuple[np.ndarray, IndexCopy, IndexCopy], ...], ...]
+    sendcounts: np.ndarray
+    recvcounts: np.ndarray
+    moving: int
+    messages: int
+    crowded: bool  # more ranks on the node than cores
+    _buffer: dict = field(default_factory=dict, repr=False)
+
+    def __call__(self, blocks, comm, reuse: bool = True):
+        """Each part's destination block from its source block in ``blocks`` (one array where
+        ``single``). The blocks are in the window, so the next call overwrites them whatever
+        ``reuse`` says (it is there to be called as a Transfer is)."""
+        blocks = (blocks,) if self.single else tuple(blocks)
+        for part, block, out in zip(self.parts, blocks, self.mine, strict=True):
+            if block.shape != part.src_shape:
+                raise ValueError(f"block of shape {block.shape}, the move is from {part.src_shape}")
+            if part.recv.size + part.keep_to.size < out.size:
+                out.fill(0)  # the padding, which whoever used the block may have written
+        self._fence(comm)  # every peer's block is free to be written
+        for part, block, out, pushes in zip(
+            self.parts, blocks, self.mine, self.pushes, strict=True
+        ):
+            flat, buf = block.reshape(-1), self._scratch(block.dtype)
+            for target, src, dst in pushes:
+                copy_between(src, flat, dst, target, buf[: src.size])
+            part.keep(flat, out.reshape(-1))
+        self._fence(comm)  # every element has landed
+        return self.mine[0] if self.single else self.mine
+
+    def free(self) -> None:
+        """Release the window (collective); the blocks returned are invalid afterwards."""
+        self.win.Unlock_all()
+        self.win.Free()
+
+    def _fence(self, comm) -> None:
+        self.win.Sync()
+        if self.crowded:
+            # more ranks than cores: a rank waiting in MPI's barrier polls and yields, taking
+            # cycles the ranks still copying need; asleep it leaves them the cores
+            req = comm.Ibarrier()
+            while not req.Test():
+                time.sleep(NAP)
+        else:
+            comm.Barrier()
+        self.win.Sync()
+
+    def _scratch(self, dtype) -> np.ndarray:
+        """A buffer for pushes whose two sides do not split into one common strided copy."""
+        if dtype.str not in self._buffer:
+            size = max((src.size for p in self.pushes for _, src, _ in p), default=0)
+            self._buffer[dtype.str] = np.empty(size, dtype)
+        return self._buffer[dtype.str]
+
+
+def release(move) -> None:
+    """Free what :func:`direct` made for ``move`` (a collective; a no-op for anything else)."""
+    if isinstance(move, Direct):
+        move.free()
+
+
+def on_one_node(comm) -> bool:
+    """Whether every rank of ``comm`` shares this node's memory (a collective)."""
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    alone = node.Get_size() == comm.Get_size()
+    node.Free()
+    return alone
+
+
+def direct(move, comm, dtype):
+    """``move`` (a Transfer, or a Batch of them) as a :class:`Direct` move of ``dtype`` blocks
+    where one can run, else ``move`` itself (ranks on several nodes, ``DISTMM_DIRECT=0``, or
+    nothing to send). A collective; :func:`release` frees what it made."""
+    from mpi4py import MPI
+
+    single = isinstance(move, Transfer)
+    parts = (move,) if single else tuple(move.parts)
+    if move.local_only or os.environ.get("DISTMM_DIRECT", "1") == "0" or not on_one_node(comm):
+        return move
+    itemsize = np.dtype(dtype).itemsize
+    sizes = [math.prod(p.dst_shape) * itemsize for p in parts]
+    offsets = np.concatenate(([0], np.cumsum([-(-s // ALIGN) * ALIGN for s in sizes])))
+    win = MPI.Win.Allocate_shared(int(offsets[-1]), 1, comm=comm)
+    win.Lock_all(MPI.MODE_NOCHECK)
+    segments = [np.frombuffer(win.Shared_query(r)[0], np.uint8) for r in range(comm.Get_size())]
+
+    def block(rank: int, i: int) -> np.ndarray:
+        raw = segments[rank][offsets[i] : offsets[i] + sizes[i]]
+        return raw.view(dtype).reshape(parts[i].dst_shape)
+
+    me = comm.Get_rank()
+    mine = tuple(block(me, i) for i in range(len(parts)))
+    for out in mine:
+        out.fill(0)  # touched once here, not in the first timed repetition
+    pushes = []
+    for i, part in enumerate(parts):
+        (scounts, sdispl), (rcounts, rdispl) = part._through_mpi(me)
+        # where each element I send lands in its receiver's block, in my send order
+        landing = np.empty(sum(scounts), np.int64)
+        sent = [part.recv.index, (rcounts, rdispl), MPI.INT64_T]
+        comm.Alltoallv(sent, [landing, (scounts, sdispl), MPI.INT64_T])
+        rows = part.src_shape[-1], part.dst_shape[-1]
+        after_me = sorted(range(len(scounts)), key=lambda r: (r - me) % len(scounts))
+        pushes.append(
+            tuple(
+                (
+                    block(r, i).reshape(-1),
+                    IndexCopy.of(part.send.index[sdispl[r] : sdispl[r] + scounts[r]], rows[0]),
+                    IndexCopy.of(landing[sdispl[r] : sdispl[r] + scounts[r]], rows[1]),
+                )
+                for r in after_me
+                if scounts[r]
+            )
+        )
+    sendcounts = sum(p.sendcounts for p in parts)
+    return Direct(
+        parts=parts,
+        single=single,
+        win=win,
+        mine=mine,
+        pushes=tuple(pushes),
+        sendcounts=sendcounts,
+        recvcounts=sum(p.recvcounts for p in parts),
+        moving=sum(p.moving for p in parts),
+        messages=int(np.count_nonzero(sendcounts)) - int(sendcounts[me] > 0),
+        crowded=comm.Get_size() > cores(),
+    )
+
+
+__all__ = ["Direct", "direct", "on_one_node", "release"]

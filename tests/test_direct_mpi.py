@@ -1,0 +1,84 @@
+"""Direct moves (layouts/direct.py): writes into the peers' blocks in shared memory give the same
+blocks as the Transfer's Alltoallv, batched or not, repetition after repetition.
+
+Run under mpiexec with ``--only-mpi`` (any size). Failures are collected per rank and combined
+at the end, so one failing rank never leaves the others waiting in a collective.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+from test_redistribute_between_mpi import layouts_for
+
+from layouts import generate_block
+from layouts.batch import Batch
+from layouts.direct import Direct, direct, release
+from layouts.transfer import transfer
+
+SEED = 29
+
+
+def _failures(comm, failures: list[str]) -> list[str]:
+    return [f for fs in comm.allgather(failures[:5]) for f in fs]
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("shape", [(13, 7), (8, 12)])
+def test_direct_moves_equal_the_transfers(shape):
+    comm = MPI.COMM_WORLD
+    me, P = comm.Get_rank(), comm.Get_size()
+    lays = layouts_for(shape, P)
+    shuffled = tuple(int(r) for r in np.random.default_rng(3).permutation(P))
+    failures = []
+    for (sn, (s, sm)), (dn, (d, dm)) in itertools.product(lays.items(), lays.items()):
+        plan = transfer(s, sm, d, dm, comm, shuffled)
+        move = direct(plan, comm, np.float64)
+        for seed in (SEED, SEED + 1, SEED):  # repetitions overwrite the blocks of the one before
+            out = move(generate_block(s, sm.coords(me), seed), comm, True)
+            if not np.array_equal(out, generate_block(d, dm.coords(shuffled.index(me)), seed)):
+                failures.append(f"rank {me} {sn}->{dn} seed {seed}: wrong values")
+        if isinstance(move, Direct) != (P > 1 and not plan.local_only):
+            failures.append(f"rank {me} {sn}->{dn}: direct={isinstance(move, Direct)}")
+        if isinstance(move, Direct) and (move.moving, move.messages) != (
+            plan.moving,
+            plan.messages,
+        ):
+            failures.append(f"rank {me} {sn}->{dn}: counts differ from the transfer's")
+        release(move)
+    assert _failures(comm, failures) == []
+
+
+@pytest.mark.mpi
+def test_a_batch_moves_directly_with_padding_zeroed():
+    comm = MPI.COMM_WORLD
+    me, P = comm.Get_rank(), comm.Get_size()
+    lays = layouts_for((13, 7), P)
+    pairs = [(lays["rows"], lays["block-cyclic:2"]), (lays["cols"], lays["block"])]
+    parts = [transfer(s, sm, d, dm, comm) for (s, sm), (d, dm) in pairs]
+    batch = Batch.of(parts, me)
+    move = direct(batch, comm, np.float64)
+    failures = []
+    for rep in range(3):
+        blocks = tuple(generate_block(s, sm.coords(me), SEED + rep) for (s, sm), _ in pairs)
+        got = move(blocks, comm, True)
+        for i, ((_, (d, dm)), out) in enumerate(zip(pairs, got, strict=True)):
+            if not np.array_equal(out, generate_block(d, dm.coords(me), SEED + rep)):
+                failures.append(f"rank {me} part {i} repetition {rep}: wrong values")
+            out.fill(np.nan)  # whoever uses a block may write it, padding included
+    if move.messages != batch.messages or not np.array_equal(move.sendcounts, batch.sendcounts):
+        failures.append(f"rank {me}: counts differ from the batch's")
+    release(move)
+    assert _failures(comm, failures) == []
+
+
+@pytest.mark.mpi
+def test_switched_off_by_the_environment(monkeypatch):
+    comm = MPI.COMM_WORLD
+    lays = layouts_for((8, 8), comm.Get_size())
+    plan = transfer(*lays["rows"], *lays["cols"], comm)
+    monkeypatch.setenv("DISTMM_DIRECT", "0")
+    assert direct(plan, comm, np.float64) is plan
