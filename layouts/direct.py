@@ -9,9 +9,10 @@ straight into its peers' blocks by the same strided copies that pack them: one p
 kept part's copy. Where in a peer's block each element lands is exchanged once, when the move
 is set up (one ``Alltoallv`` of positions), so a repetition exchanges no metadata.
 
-Only where every rank of the communicator shares one node's memory and the blocks are reused
-(the end-to-end pipeline and calibrate: a returned block is overwritten by the next call);
-elsewhere the Transfer (or Batch) runs its ``Alltoallv``. ``DISTMM_DIRECT=0`` switches it off.
+Only where every rank of the communicator shares one node's memory, with room for the blocks in
+its /dev/shm, and the blocks are reused (the end-to-end pipeline and calibrate: a returned block
+is overwritten by the next call); elsewhere the Transfer (or Batch) runs its ``Alltoallv``.
+``DISTMM_DIRECT=0`` switches it off.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .strided import IndexCopy, copy_between
 from .transfer import Transfer
 
 ALIGN = 64  # bytes: each destination block starts on a cache line of the window
+SHM = "/dev/shm"
 NAP = 2e-5  # seconds a rank waiting on a crowded node sleeps between tests of its barrier
 
 
@@ -103,6 +105,17 @@ def release(move) -> None:
         move.free()
 
 
+def _room_for(nbytes: int, where: str | None = None) -> bool:
+    """Whether the node's shared memory (``where``, a tmpfs: 64 MiB in a default Docker
+    container) has twice ``nbytes`` free. MPICH maps its windows there, and a window larger
+    than what is free is not refused: it kills the job with SIGBUS when first written."""
+    try:
+        st = os.statvfs(where or SHM)
+    except OSError:  # no such file system: MPICH allocates elsewhere
+        return True
+    return 2 * nbytes <= st.f_bavail * st.f_frsize
+
+
 def on_one_node(comm) -> bool:
     """Whether every rank of ``comm`` shares this node's memory (a collective)."""
     from mpi4py import MPI
@@ -126,6 +139,8 @@ def direct(move, comm, dtype):
     itemsize = np.dtype(dtype).itemsize
     sizes = [math.prod(p.dst_shape) * itemsize for p in parts]
     offsets = np.concatenate(([0], np.cumsum([-(-s // ALIGN) * ALIGN for s in sizes])))
+    if not comm.allreduce(_room_for(comm.allreduce(int(offsets[-1]))), op=MPI.LAND):
+        return move
     win = MPI.Win.Allocate_shared(int(offsets[-1]), 1, comm=comm)
     win.Lock_all(MPI.MODE_NOCHECK)
     segments = [np.frombuffer(win.Shared_query(r)[0], np.uint8) for r in range(comm.Get_size())]

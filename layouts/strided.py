@@ -56,13 +56,6 @@ class IndexCopy:
     def size(self) -> int:
         return self.index.size
 
-    def is_whole(self, n: int) -> bool:
-        """Whether this is every position of an array of ``n`` elements in order (no copy
-        needed: the array itself is the packed buffer)."""
-        if self.size != n or self.pieces is None:
-            return False
-        return all(p.start == p.offset and _contiguous(p) for p in self.pieces)
-
     def take(self, flat: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out[:] = flat[index]`` (both 1-D)."""
         if self._fancy(flat, out):
@@ -114,16 +107,6 @@ class IndexCopy:
             or not packed.flags.c_contiguous
             or packed.dtype != flat.dtype
         )
-
-
-def _contiguous(piece: Piece) -> bool:
-    """Whether the piece's elements are consecutive in the indexed array."""
-    step = 1
-    for size, stride in zip(reversed(piece.shape), reversed(piece.strides), strict=True):
-        if size > 1 and stride != step:
-            return False
-        step *= size
-    return True
 
 
 def copy_between(

@@ -126,11 +126,11 @@ class Transfer:
 
     def _buffer(self, block: np.ndarray, which: int) -> np.ndarray:
         """The kept send (0), receive (1) or kept-elements (2) buffer for ``block``'s dtype."""
-        key = block.dtype.str
+        key = (block.dtype.str, which)  # made when first used (a Direct move needs only 2)
         if key not in self._buffers:
-            sizes = (self.send.size, self.recv.size, self.keep_from.size)
-            self._buffers[key] = tuple(np.empty(n, block.dtype) for n in sizes)
-        return self._buffers[key][which]
+            size = (self.send, self.recv, self.keep_from)[which].size
+            self._buffers[key] = np.empty(size, block.dtype)
+        return self._buffers[key]
 
 
 def transfer(

@@ -9,21 +9,26 @@ For every rank count one job (``mpiexec -n P python THIS --worker``) builds, for
 it admits, shape and input layout (A, B and C all in it), the moves an end-to-end run makes
 (bench.endtoend: A and B in as one batch, C out; the same relabelling) and times, interleaved,
 barrier to barrier as a run's phases are:
-- ``redistribution``: the move itself (packing, Alltoallv, unpacking, the kept part's copy),
-  into the blocks it moved into the lap before, as a run's repetitions move;
+- ``redistribution``: the move itself as a run makes it (on one node written straight into
+  the peers' blocks in shared memory, layouts/direct.py; else packing, Alltoallv, unpacking),
+  the kept part's copy included, into the blocks it moved into the lap before;
 - ``alltoall``: MPI_Alltoall in which every rank sends the busiest rank's bytes of that move,
   spread evenly over the other ranks (the all-to-all of the same volume);
 - ``alltoallv``: MPI_Alltoallv with the move's own counts, from and into ready buffers (what
-  the move would cost with no packing or unpacking at all).
+  the move would cost with no packing or unpacking at all);
+- ``packed``: the same move through the Transfer's packing, Alltoallv and unpacking (what it
+  costs across nodes, and on one node with DISTMM_DIRECT=0).
 It prints, per move, ``throughput`` = alltoall / redistribution (>= 0.8 wanted; above 1 the
-move beat the uniform all-to-all of its peak volume) and ``vs_alltoallv`` = alltoallv /
-redistribution (the share of the move's time MPI's exchange takes), with medians overall and
-by P. scripts/end_to_end.py sets the same moves against the model's price instead.
+move beat the uniform all-to-all of its peak volume), ``vs_alltoallv`` = alltoallv /
+redistribution and ``packed_throughput`` = alltoall / packed, with medians overall and by P.
+scripts/end_to_end.py sets the same moves against the model's price instead.
 
 On one node MPICH 5 moves a large message in a single copy (cross-memory attach, on by default
 since pmodels/mpich#7639), which a move that packs and unpacks cannot match: on our 2-core VM
-the throughput was 0.33 (median, P = 4-16), and 0.79 at P = 4 with MPIR_CVAR_CH4_CMA_ENABLE=0
-(MPICH's two-copy shared-memory path), where MPI's own all-to-all took 4-8x longer.
+the packed moves ran at a median 0.33 of the all-to-all's speed (P = 4-16), 0.79 at P = 4 with
+MPIR_CVAR_CH4_CMA_ENABLE=0 (MPICH's two-copy path, where the all-to-all took 4-8x longer);
+written into shared memory, 0.53 (a move also copies the part it keeps, which no all-to-all
+sends).
 """
 
 import argparse

@@ -16,7 +16,7 @@ from test_redistribute_between_mpi import layouts_for
 
 from layouts import generate_block
 from layouts.batch import Batch
-from layouts.direct import Direct, direct, release
+from layouts.direct import Direct, _room_for, direct, release
 from layouts.transfer import transfer
 
 SEED = 29
@@ -82,3 +82,9 @@ def test_switched_off_by_the_environment(monkeypatch):
     plan = transfer(*lays["rows"], *lays["cols"], comm)
     monkeypatch.setenv("DISTMM_DIRECT", "0")
     assert direct(plan, comm, np.float64) is plan
+
+
+def test_no_window_larger_than_the_shared_memory_free():
+    assert _room_for(0)
+    assert _room_for(1, "/no/such/file/system")  # MPICH then allocates elsewhere
+    assert not _room_for(1 << 62, "/")  # whatever holds the root, not 4 EiB
