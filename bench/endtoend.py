@@ -166,15 +166,19 @@ class Pipeline:
         self.sent["redistribute_out"] = self.io.bytes_sent - sent_in
         return c
 
-    def close(self) -> None:
-        """Free the shared memory the moves write into (a collective): every block they
-        returned, the algorithm's state and C included, is invalid afterwards."""
-        from layouts.direct import release
+    def close(self, c):
+        """``c`` (the C a repetition returned) where it stays valid, and the shared memory the
+        moves write into freed (a collective): every other block they returned, the
+        algorithm's state included, is invalid afterwards."""
+        from layouts.direct import Direct, release
 
+        if isinstance(self.transfers.get("C", (None,))[0], Direct):
+            c = c.copy()  # C moved out into the window
         release(self.batch)
         for move, _, _ in self.transfers.values():
             release(move)
         self.state = None
+        return c
 
     def _move(self, matrix: str, block):
         if matrix not in self.transfers:

@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 import pytest
 from mpi4py import MPI
-from test_redistribute_between_mpi import layouts_for
+from test_redistribute_between_mpi import _failures, layouts_for
 
 from layouts import generate_block
 from layouts.batch import Batch
@@ -20,10 +20,6 @@ from layouts.direct import Direct, _room_for, direct, release
 from layouts.transfer import transfer
 
 SEED = 29
-
-
-def _failures(comm, failures: list[str]) -> list[str]:
-    return [f for fs in comm.allgather(failures[:5]) for f in fs]
 
 
 @pytest.mark.mpi
@@ -43,10 +39,8 @@ def test_direct_moves_equal_the_transfers(shape):
                 failures.append(f"rank {me} {sn}->{dn} seed {seed}: wrong values")
         if isinstance(move, Direct) != (P > 1 and not plan.local_only):
             failures.append(f"rank {me} {sn}->{dn}: direct={isinstance(move, Direct)}")
-        if isinstance(move, Direct) and (move.moving, move.messages) != (
-            plan.moving,
-            plan.messages,
-        ):
+        counts = (move.moving, move.messages)
+        if isinstance(move, Direct) and counts != (plan.moving, plan.messages):
             failures.append(f"rank {me} {sn}->{dn}: counts differ from the transfer's")
         release(move)
     assert _failures(comm, failures) == []
