@@ -17,8 +17,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from topology.hierarchy import cores
-
 KEYS = (
     "cpu_model",
     "cores",
@@ -60,6 +58,14 @@ def cpu_model() -> str:
     except OSError:
         pass
     return clean(platform.processor() or platform.machine())
+
+
+def cores() -> int:
+    """Cores this process may run on (its affinity mask), not the machine's total."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def memory_bytes() -> int | None:

@@ -18,7 +18,6 @@ Each level has a link (latency, bandwidth, how many ranks share it): topology/li
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 
@@ -116,14 +115,6 @@ def below(tree: AbstractMesh, level: str) -> int:
     return math.prod(tree.sizes[lv] for lv in levels[levels.index(level) + 1 :])
 
 
-def cores() -> int:
-    """Cores this process may run on (its affinity mask), not the machine's total."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 __all__ = [
     "CLUSTER_LEVELS",
     "HIERARCHIES",
@@ -132,7 +123,6 @@ __all__ = [
     "below",
     "cluster_mesh",
     "cluster_size",
-    "cores",
     "crossing_level_coords",
     "is_cluster",
     "kind_of",
