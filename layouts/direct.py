@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .strided import IndexCopy, copy_between
+from .strided import IndexCopy, copy_between, pairs_directly
 from .transfer import Transfer
 
 ALIGN = 64  # bytes: each destination block starts on a cache line of the window
@@ -54,8 +54,11 @@ class Direct:
         ``reuse`` says (it is there to be called as a Transfer is)."""
         blocks = (blocks,) if self.single else tuple(blocks)
         for part, block, out in zip(self.parts, blocks, self.mine, strict=True):
-            if block.shape != part.src_shape:
-                raise ValueError(f"block of shape {block.shape}, the move is from {part.src_shape}")
+            if block.shape != part.src_shape or block.dtype != out.dtype:
+                raise ValueError(
+                    f"block of {block.dtype} {block.shape}: the move is of {out.dtype} "
+                    f"{part.src_shape}"
+                )
             if part.recv.size + part.keep_to.size < out.size:
                 out.fill(0)  # the padding, which whoever used the block may have written
         self._fence(comm)  # every peer's block is free to be written
@@ -64,7 +67,7 @@ class Direct:
         ):
             flat, buf = block.reshape(-1), self._scratch(block.dtype)
             for target, src, dst in pushes:
-                copy_between(src, flat, dst, target, buf[: src.size])
+                copy_between(src, flat, dst, target, buf[: src.size] if buf.size else None)
             part.keep(flat, out.reshape(-1))
         self._fence(comm)  # every element has landed
         return self.mine[0] if self.single else self.mine
@@ -83,9 +86,18 @@ class Direct:
         self.win.Sync()
 
     def _scratch(self, dtype) -> np.ndarray:
-        """A buffer for pushes whose two sides do not split into one common strided copy."""
+        """A buffer for the pushes whose two sides are not one strided copy per stretch
+        (layouts.strided.pairs_directly); empty where there are none."""
         if dtype.str not in self._buffer:
-            size = max((src.size for p in self.pushes for _, src, _ in p), default=0)
+            size = max(
+                (
+                    src.size
+                    for pushes in self.pushes
+                    for _, src, dst in pushes
+                    if not pairs_directly(src, dst, dtype.itemsize)
+                ),
+                default=0,
+            )
             self._buffer[dtype.str] = np.empty(size, dtype)
         return self._buffer[dtype.str]
 

@@ -110,12 +110,17 @@ class IndexCopy:
 
 
 def copy_between(
-    src: IndexCopy, src_flat: np.ndarray, dst: IndexCopy, dst_flat: np.ndarray, buf: np.ndarray
+    src: IndexCopy,
+    src_flat: np.ndarray,
+    dst: IndexCopy,
+    dst_flat: np.ndarray,
+    buf: np.ndarray | None,
 ) -> None:
     """``dst_flat[dst.index] = src_flat[src.index]``: one strided copy per stretch where both
     sides' pieces, cut where either's pieces end, split into a common shape (a block-cyclic
     block's kept columns, (3072, 768), into a block's (36864, 64) runs: both as (3072, 12,
-    64)), else through ``buf`` (``src.size`` elements), which costs a second pass over them."""
+    64)), else through ``buf`` (``src.size`` elements; None: made here, for pairs that
+    :func:`pairs_directly`), which costs a second pass over them."""
     if not src.size:
         return
     if not src._fancy(src_flat, dst_flat) and not dst._fancy(dst_flat, src_flat):
@@ -128,7 +133,15 @@ def copy_between(
                     np.ndarray(shape, dt, src_flat, start, strides),
                 )
             return
+    if buf is None:
+        buf = np.empty(src.size, src_flat.dtype)
     dst.put(dst_flat, src.take(src_flat, buf))
+
+
+def pairs_directly(src: IndexCopy, dst: IndexCopy, itemsize: int) -> bool:
+    """Whether :func:`copy_between` copies ``src`` into ``dst`` without a buffer (between
+    contiguous flat arrays of ``itemsize``-byte elements)."""
+    return _paired(src, dst, itemsize) is not None
 
 
 def _paired(src: IndexCopy, dst: IndexCopy, itemsize: int) -> list | None:

@@ -24,7 +24,7 @@ from topology.mesh import AbstractMesh, MeshError
 
 from .counting import comm_order, held_table, holds, placements
 from .redistribute import _check_block, _logical, _mpi_type
-from .strided import IndexCopy, copy_between
+from .strided import IndexCopy, copy_between, pairs_directly
 from .tensorlayout import TensorLayout
 
 
@@ -102,7 +102,10 @@ class Transfer:
 
     def keep(self, flat: np.ndarray, whole: np.ndarray) -> None:
         """Copy the kept elements of the source ``flat`` into the destination ``whole``."""
-        copy_between(self.keep_from, flat, self.keep_to, whole, self._buffer(flat, 2))
+        direct = pairs_directly(self.keep_from, self.keep_to, flat.itemsize)
+        copy_between(
+            self.keep_from, flat, self.keep_to, whole, None if direct else self._buffer(flat, 2)
+        )
 
     def _through_mpi(self, me: int) -> tuple:
         """The Alltoallv's (counts, displacements) to send and receive, worked out once."""
@@ -126,7 +129,7 @@ class Transfer:
 
     def _buffer(self, block: np.ndarray, which: int) -> np.ndarray:
         """The kept send (0), receive (1) or kept-elements (2) buffer for ``block``'s dtype."""
-        key = (block.dtype.str, which)  # made when first used (a Direct move needs only 2)
+        key = (block.dtype.str, which)  # made when first used
         if key not in self._buffers:
             size = (self.send, self.recv, self.keep_from)[which].size
             self._buffers[key] = np.empty(size, block.dtype)
