@@ -27,7 +27,7 @@ On one node MPICH 5 moves a large message in a single copy (cross-memory attach,
 since pmodels/mpich#7639), which a move that packs and unpacks cannot match: on our 2-core VM
 the packed moves ran at a median 0.33 of the all-to-all's speed (P = 4-16), 0.79 at P = 4 with
 MPIR_CVAR_CH4_CMA_ENABLE=0 (MPICH's two-copy path, where the all-to-all took 4-8x longer);
-written into shared memory, 0.53 (a move also copies the part it keeps, which no all-to-all
+written into shared memory, 0.54 (a move also copies the part it keeps, which no all-to-all
 sends).
 """
 
