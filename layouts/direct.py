@@ -59,7 +59,7 @@ class Direct:
                     f"block of {block.dtype} {block.shape}: the move is of {out.dtype} "
                     f"{part.src_shape}"
                 )
-            if part.recv.size + part.keep_to.size < out.size:
+            if part.padded:
                 out.fill(0)  # the padding, which whoever used the block may have written
         self._fence(comm)  # every peer's block is free to be written
         for part, block, out, pushes in zip(
@@ -176,17 +176,16 @@ def direct(move, comm, dtype):
                 if scounts[r]
             )
         )
-    sendcounts = sum(p.sendcounts for p in parts)
     return Direct(
         parts=parts,
         single=single,
         win=win,
         mine=mine,
         pushes=tuple(pushes),
-        sendcounts=sendcounts,
-        recvcounts=sum(p.recvcounts for p in parts),
-        moving=sum(p.moving for p in parts),
-        messages=int(np.count_nonzero(sendcounts)) - int(sendcounts[me] > 0),
+        sendcounts=move.sendcounts,
+        recvcounts=move.recvcounts,
+        moving=move.moving,
+        messages=move.messages,
     )
 
 

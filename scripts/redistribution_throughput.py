@@ -109,29 +109,19 @@ def worker(args) -> None:
                     transfer(m.src, m.src_mesh, m.dst, m.dst_mesh, world, e2e.ranks) for m in ins
                 ]
                 inverse = [int(t) for t in np.argsort(e2e.ranks)]
-                phases, opened = [], []
+                phases = []  # (phase, matrices, communicator, move, its source block(s))
                 if parts:
                     move = Batch.of(parts, me) if len(parts) > 1 else parts[0]
                     blocks = tuple(np.ones(m.src.block_shape, DTYPE) for m in ins)
-                    run = (
-                        (lambda mv=move, b=blocks: mv(b, world, True))
-                        if len(parts) > 1
-                        else (lambda mv=move, b=blocks[0]: mv(b, world, True))
-                    )
-                    fast = direct(move, world, DTYPE)
-                    first = blocks[0] if len(parts) == 1 else blocks
-                    quick = lambda f=fast, b=first: f(b, world, True)  # noqa: E731
-                    opened.append(fast)
-                    phases.append(("in", "".join(m.matrix for m in ins), world, move, quick, run))
+                    matrices = "".join(m.matrix for m in ins)
+                    phases.append(("in", matrices, world, move, blocks if parts[1:] else blocks[0]))
                 for m in (m for m in e2e.moves if not m.into):
                     out = transfer(m.src, m.src_mesh, m.dst, m.dst_mesh, comm, inverse)
-                    block = np.ones(m.src.block_shape, DTYPE)
-                    run = lambda t=out, b=block, c=comm: t(b, c, True)  # noqa: E731
-                    fast = direct(out, comm, DTYPE)
-                    quick = lambda f=fast, b=block, c=comm: f(b, c, True)  # noqa: E731
-                    opened.append(fast)
-                    phases.append(("out", m.matrix, comm, out, quick, run))
-                for phase, matrices, c, move, quick, run in phases:
+                    phases.append(("out", m.matrix, comm, out, np.ones(m.src.block_shape, DTYPE)))
+                for phase, matrices, c, move, source in phases:
+                    fast = direct(move, c, DTYPE)  # what a run moves with
+                    quick = lambda f=fast, b=source, c=c: f(b, c, True)  # noqa: E731
+                    run = lambda t=move, b=source, c=c: t(b, c, True)  # noqa: E731
                     uniform, exact, peak = mpi_ops(c, move)
                     times = {"redistribution": [], "alltoall": [], "alltoallv": [], "packed": []}
                     for _ in range(3):  # interleaved, so a slow minute hits all of them
@@ -153,7 +143,6 @@ def worker(args) -> None:
                             "packed_throughput": t["alltoall"] / t["packed"],
                         }
                     )
-                for fast in opened:
                     release(fast)
                 if comm is not world:
                     comm.Free()
