@@ -18,7 +18,7 @@ import numpy as np
 
 from layouts.endpoints import Move, UserLayout, label, moves, relabelling, user_layouts
 from layouts.relabel import Relabelling
-from topology.hierarchy import nodes_of
+from topology.hierarchy import subtrees_of
 
 PHASES = ("redistribute_in", "multiply", "redistribute_out")
 
@@ -60,41 +60,34 @@ class EndToEnd:
 
 
 def end_to_end(
-    specs: Mapping[str, str], plan, itemsize: int, relabel: bool = True, tree=None
+    specs: Mapping[str, str], plan, itemsize: int, relabel: bool = True, tree=None, binding=None
 ) -> EndToEnd:
     """The end-to-end set-up for layout ``specs`` {"A", "B", "C": spec}; bad specs raise
-    LayoutError or MeshError (one line). On a cluster ``tree`` (job rank t is tree rank t) the
-    relabelling keeps each node's mesh ranks together. Pure: every rank computes the same."""
+    LayoutError or MeshError (one line). On a machine hierarchy ``tree`` (job rank t is tree
+    rank t) the mesh starts where ``binding`` lays it (on the MN-Core tree a level binding; a
+    cluster's RankOrder: mesh rank d on rank d) and the relabelling moves only whole subtrees
+    (layouts/relabel.py), so the kernel's messages cross the levels they crossed. Pure: every
+    rank computes the same."""
     users = user_layouts(specs, plan.shape, plan.P)
     needed = tuple(moves(users, {n: (getattr(plan, n), plan.mesh) for n in "ABC"}))
-    chosen = relabelling(needed, plan.P, itemsize, nodes_of(tree))
-    if not relabel:  # keep the identity order, but still say what it moves
-        chosen = Relabelling(tuple(range(plan.P)), chosen.bytes_before, chosen.bytes_before)
+    placed = None if binding is None else binding.tree_ranks(plan.mesh, tree)
+    groups = subtrees_of(tree)
+    chosen = relabelling(needed, plan.P, itemsize, groups, placed=placed)
+    if not relabel:  # keep the binding's order, but still say what it moves
+        start = tuple(range(plan.P)) if placed is None else tuple(placed.tolist())
+        chosen = Relabelling(start, chosen.bytes_before, chosen.bytes_before)
     return EndToEnd(users, needed, chosen, relabel)
 
 
-# the one refusal of user layouts on the MN-Core tree (run, predict and plan)
-NOT_ON_THE_TREE = (
-    "--layouts other than native on the MN-Core tree (--topology mncore): not supported "
-    "(use a plain mesh or --topology cluster:NODES,RANKS_PER_NODE)"
-)
+def placed_binding(mesh, e2e):
+    """The binding of an end-to-end run's ``mesh`` (an AbstractMesh) on a machine hierarchy:
+    the RankOrder that puts native mesh rank d on job rank ``e2e.ranks[d]``, the order the
+    relabelling chose from the tree binding's (its kernel's messages cross the levels the tree
+    binding's do: the relabelling moves whole subtrees). The mesh's communicator is then
+    :func:`job_comm`'s, rank d being native mesh rank d, as the moves out expect."""
+    from topology.tree import RankOrder
 
-
-def cluster_relabelled(tree, binding, e2e):
-    """The binding of an end-to-end run on ``tree``: on a cluster, the RankOrder that puts
-    native mesh rank d on job rank ``e2e.ranks[d]`` (COSTA's relabelling); the MN-Core tree's
-    level bindings take native layouts only."""
-    from dataclasses import replace
-
-    from topology.hierarchy import is_cluster
-
-    from .errors import UsageError
-
-    if not is_cluster(tree):
-        raise UsageError(NOT_ON_THE_TREE)
-    if e2e.relabelling.is_identity:
-        return binding
-    return replace(binding, ranks=tuple(e2e.ranks))
+    return RankOrder(mesh, None if e2e.relabelling.is_identity else tuple(e2e.ranks))
 
 
 def job_comm(world, e2e: EndToEnd):
@@ -187,4 +180,4 @@ class Pipeline:
         return self.io.redistribute(block, plan, comm, matrix, peers, reuse=True)
 
 
-__all__ = ["PHASES", "EndToEnd", "Pipeline", "cluster_relabelled", "end_to_end", "job_comm"]
+__all__ = ["PHASES", "EndToEnd", "Pipeline", "end_to_end", "job_comm", "placed_binding"]

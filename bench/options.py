@@ -188,15 +188,7 @@ def layout_specs(args: argparse.Namespace) -> dict[str, str]:
 
 def resolved_layouts(args: argparse.Namespace, shape, P: int) -> dict:
     """{"A", "B", "C": layouts.endpoints.UserLayout} of --layouts/--layout-a/-b/-c for this shape
-    and rank count (LayoutError / MeshError with one line when bad); anything but native is
-    refused on the MN-Core tree, where redistribution is not modelled (a cluster takes any)."""
+    and rank count (LayoutError / MeshError with one line when bad)."""
     from layouts.endpoints import user_layouts
 
-    from .endtoend import NOT_ON_THE_TREE
-    from .errors import UsageError
-
-    users = user_layouts(layout_specs(args), tuple(shape), P)
-    topology = getattr(args, "topology", "mesh")
-    if topology.startswith("mncore") and not all(u.native for u in users.values()):
-        raise UsageError(NOT_ON_THE_TREE)
-    return users
+    return user_layouts(layout_specs(args), tuple(shape), P)

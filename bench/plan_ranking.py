@@ -22,13 +22,21 @@ from .model.move_bound import overlap_bound, shape_bound
 
 class Redistributions:
     """The redistributions of candidates from and to the user's layouts, priced once per native
-    layouts and mesh: bounded from the shapes, then from the overlaps, then exactly."""
+    layouts, mesh and starting order (on the MN-Core tree each level binding lays the mesh
+    differently): bounded from the shapes, then from the overlaps, then exactly."""
 
     def __init__(
-        self, users: dict, profile: Profile, itemsize: int, rpn: int, relabel: bool, links=None
+        self,
+        users: dict,
+        profile: Profile,
+        itemsize: int,
+        rpn: int,
+        relabel: bool,
+        links=None,
+        tree=None,
     ):
         self.users, self.profile, self.itemsize = users, profile, itemsize
-        self.rpn, self.relabel, self.links = rpn, relabel, links
+        self.rpn, self.relabel, self.links, self.tree = rpn, relabel, links, tree
         self.specs = {n: u.spec for n, u in users.items()}
         self.prices: dict = {}
         self.overlaps: dict = {}  # key -> (moves, their overlaps, the bound), until priced
@@ -36,27 +44,35 @@ class Redistributions:
     def _args(self, P: int) -> tuple:
         return (P, self.profile, self.itemsize, self.rpn)
 
-    def price(self, plan):
-        key = _key(plan)
+    def price(self, plan, binding=None):
+        key = (*_key(plan), _start(binding))
         if key not in self.prices:
             all_moves, overlaps, _ = self._overlaps(plan)
+            placed = None if key[-1] is None else binding.tree_ranks(plan.mesh, self.tree)
             self.prices[key] = price_moves(
-                all_moves, *self._args(plan.P), self.relabel, self.links, overlaps
+                all_moves,
+                *self._args(plan.P),
+                self.relabel,
+                self.links,
+                overlaps,
+                self.tree,
+                placed,
             )
-            del self.overlaps[key]  # priced: its overlaps are not needed again
+            if key[-1] is None:  # one order per layouts: their overlaps are not needed again
+                del self.overlaps[_key(plan)]
         return self.prices[key]
 
-    def seconds(self, plan) -> float:
-        return self.price(plan).seconds
+    def seconds(self, plan, binding=None) -> float:
+        return self.price(plan, binding).seconds
 
     def lower_bound(self, plan) -> float:
         """From the shapes alone (bench/model/move_bound.py)."""
         return shape_bound(plan_moves(self.users, plan), *self._args(plan.P), self.links)
 
-    def overlap_bound(self, plan) -> float:
-        """From the overlaps, before relabelling (bench/model/move_bound.py); once priced,
-        the price itself."""
-        key = _key(plan)
+    def overlap_bound(self, plan, binding=None) -> float:
+        """From the overlaps, before relabelling (bench/model/move_bound.py: whatever the
+        order); once priced, the price itself."""
+        key = (*_key(plan), _start(binding))
         if key in self.prices:
             return self.prices[key].seconds
         return self._overlaps(plan)[2]
@@ -72,7 +88,7 @@ class Redistributions:
 
     def describe(self, c) -> None:
         """Set candidate ``c``'s redistribution fields (its kernel fields are set)."""
-        p = self.price(c.plan)
+        p = self.price(c.plan, c.binding)
         c.layouts, c.relabel = self.specs, self.relabel
         c.redistribute = (p.redistribute_in, p.redistribute_out)
         c.relabel_bytes_saved = p.bytes_saved
@@ -81,6 +97,12 @@ class Redistributions:
 
 def _key(plan) -> tuple[str, ...]:
     return (str(plan.A), str(plan.B), str(plan.C), str(plan.mesh))
+
+
+def _start(binding) -> str | None:
+    """The order the mesh starts from: a level binding's on the MN-Core tree (the tree has
+    several per layouts), else None (mesh rank d on rank d: a plain mesh's, a cluster's)."""
+    return None if binding is None or not binding.by_levels else str(binding)
 
 
 def set_words(cands: list, shape, P: int, itemsize: int) -> None:

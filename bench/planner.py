@@ -163,7 +163,7 @@ def candidates(
     npdt = np.dtype(dtype)
     moves = None
     if users is not None and not all(u.native for u in users.values()):
-        moves = Redistributions(users, profile, npdt.itemsize, rpn, relabel, links)
+        moves = Redistributions(users, profile, npdt.itemsize, rpn, relabel, links, tree)
     cands: list[Candidate] = []
     jobs: list[Job] = []
     prices: dict = {}  # one price per distinct operation, shared by every candidate
@@ -201,8 +201,8 @@ def candidates(
                         prices=prices,
                     )
                     if moves is not None:
-                        extra = partial(moves.seconds, plan)
-                        refine = partial(moves.overlap_bound, plan)
+                        extra = partial(moves.seconds, plan, b)
+                        refine = partial(moves.overlap_bound, plan, b)
                         jobs.append(Job(run, mem, extra, moves.lower_bound(plan), refine))
                     else:
                         jobs.append(Job(run, mem))

@@ -16,6 +16,8 @@ import time
 
 import numpy as np
 
+from layouts.endpoints import label
+
 from .errors import UsageError
 from .model import Profile, plan_moves, predict, price_moves, schedule, stated_cost
 from .options import (
@@ -77,6 +79,20 @@ def _gflops(plan, pred) -> float | None:
     return plan.flops / pred.seconds / 1e9 if pred.seconds else None
 
 
+def _end_to_end(plan, pred, price) -> dict:
+    """A prediction's end-to-end fields: the kernel ``pred`` plus the moves ``price``."""
+    total = pred.seconds + price.seconds
+    return {
+        "predicted_seconds": total,
+        "predicted_multiply_seconds": pred.seconds,
+        "predicted_redistribute_in_seconds": price.redistribute_in,
+        "predicted_redistribute_out_seconds": price.redistribute_out,
+        "predicted_closing_barrier_seconds": price.closing,
+        "relabel_bytes_saved": price.bytes_saved,
+        "predicted_gflops": plan.flops / total / 1e9 if total else None,
+    }
+
+
 def _on_mesh(args, module, plan, profile, rpn: int, started, users) -> tuple[dict, str]:
     """The record and the text of a prediction on a plain mesh."""
     events = schedule(module, plan, 0, np.dtype(args.dtype))
@@ -90,13 +106,7 @@ def _on_mesh(args, module, plan, profile, rpn: int, started, users) -> tuple[dic
         "layouts": plan.describe(),
         "user_layouts": {n: str(u) for n, u in users.items()},
         **pred.as_dict(),
-        "predicted_seconds": total,
-        "predicted_multiply_seconds": pred.seconds,
-        "predicted_redistribute_in_seconds": price.redistribute_in,
-        "predicted_redistribute_out_seconds": price.redistribute_out,
-        "predicted_closing_barrier_seconds": price.closing,
-        "relabel_bytes_saved": price.bytes_saved,
-        "predicted_gflops": plan.flops / total / 1e9 if total else None,
+        **_end_to_end(plan, pred, price),
         "model_rank_messages": pred.messages,
         "stated": stated,
         "planning_seconds": time.perf_counter() - started,
@@ -143,42 +153,53 @@ def _on_tree(args, module, plan, profile, rpn: int, started, users) -> tuple[dic
     args.bind = None if spec == "all" else spec
     tree, binding, links = tree_setup(args, plan, args.links)
     chosen = bindings(plan.mesh, tree) if spec == "all" else [binding]
+    word = np.dtype(args.dtype).itemsize
+    all_moves = plan_moves(users, plan)
     rows = []
     for b in chosen:
         t0 = time.perf_counter()
         events = schedule(module, plan, 0, np.dtype(args.dtype), b, tree)
         pred = predict(events, profile, args.dtype, rpn, links=links, P=plan.P)
-        rows.append(
-            {
-                "binding": str(b),
-                **pred.as_dict(),
-                "predicted_gflops": _gflops(plan, pred),
-                "level_bytes": pred.level_bytes,
-                "layouts": bound_layouts(plan, b, tree),
-                "seconds_to_evaluate": time.perf_counter() - t0,
-            }
-        )
+        row = {
+            "binding": str(b),
+            **pred.as_dict(),
+            "predicted_gflops": _gflops(plan, pred),
+            "level_bytes": pred.level_bytes,
+            "layouts": bound_layouts(plan, b, tree),
+        }
+        if all_moves:  # from the user's layouts: the mesh starts where the binding lays it
+            relabel, placed = not args.no_relabel, b.tree_ranks(plan.mesh, tree)
+            price = price_moves(
+                all_moves, plan.P, profile, word, rpn, relabel, links, tree=tree, placed=placed
+            )
+            row.update(_end_to_end(plan, pred, price))
+        rows.append({**row, "seconds_to_evaluate": time.perf_counter() - t0})
     rows.sort(key=lambda r: r["predicted_seconds"])
     record = {
         **_head(plan, args.dtype),
         "topology": args.topology,
         "tree": dict(tree.axes),
         "links": links.as_dict() if links else None,
+        "user_layouts": {n: str(u) for n, u in users.items()},
         "bindings": rows,
         "planning_seconds": time.perf_counter() - started,
     }
     M, K, N = plan.shape
+    kernel = f"{'kernel [s]':>14}" if all_moves else ""
     lines = [
         f"distmm predict {plan.algo}: {args.topology} ({plan.P} PEs) mesh {plan.mesh} "
         f"shape={M}x{K}x{N} {args.dtype}; communication priced by "
-        + (f"links {links.name}" if links else "the profile (no --links)"),
-        f"{'binding':<34}{'predicted [s]':>14}" + "".join(f"{lv + ' MiB':>11}" for lv in LEVELS),
+        + (f"links {links.name}" if links else "the profile (no --links)")
+        + (f"; end to end from layouts {label(users)}" if all_moves else ""),
+        f"{'binding':<34}{kernel}{'predicted [s]':>14}"
+        + "".join(f"{lv + ' MiB':>11}" for lv in LEVELS),
     ]
     for r in rows:
         mib = (
             format_bytes(r["level_bytes"].get(lv, 0), "MiB", ">11.3f", label=False) for lv in LEVELS
         )
-        lines.append(f"{r['binding']:<34}{r['predicted_seconds']:>14.6f}" + "".join(mib))
+        k = f"{r['predicted_multiply_seconds']:>14.6f}" if all_moves else ""
+        lines.append(f"{r['binding']:<34}{k}{r['predicted_seconds']:>14.6f}" + "".join(mib))
     best = rows[0]
     if len(rows) > 1:
         t = best["predicted_seconds"]

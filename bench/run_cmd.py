@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .endtoend import PHASES, cluster_relabelled, end_to_end, job_comm
+from .endtoend import PHASES, end_to_end, job_comm, placed_binding
 from .errors import UsageError
 from .faults import fault_from_env
 from .metadata import collect
@@ -130,9 +130,14 @@ def main(args) -> int:
     tree, binding, links = tree_setup(args, plan, args.emulate_links)
     if links is not None:
         links = replace(links, emulated=True)
-    e2e = end_to_end(layout_specs(args), plan, dtype.itemsize, not args.no_relabel, tree)
+    e2e = end_to_end(layout_specs(args), plan, dtype.itemsize, not args.no_relabel, tree, binding)
+    laid, shown = binding, str(binding)  # on the MN-Core tree the level binding given
     if tree is not None and not e2e.native:
-        binding = cluster_relabelled(tree, binding, e2e)
+        binding = placed_binding(plan.mesh, e2e)
+        shown = str(binding)  # a cluster's: ranks, or ranks (relabelled)
+        if laid.by_levels:  # the tree: the order starts from the level binding's
+            moved = e2e.ranks != tuple(laid.tree_ranks(plan.mesh, tree).tolist())
+            shown = f"{laid}, whole subtrees relabelled" if moved else str(laid)
     from topology import Mesh
 
     tracer = None
@@ -163,8 +168,8 @@ def main(args) -> int:
             {
                 "topology": args.topology,
                 "tree": dict(tree.axes),
-                "binding": str(binding),
-                "layouts": bound_layouts(plan, binding, tree),
+                "binding": shown,
+                "layouts": bound_layouts(plan, laid, tree),
                 "mesh_layouts": plan.describe(),
                 "links": links.as_dict() if links else None,
                 "emulate_links": links.name if links else None,
@@ -251,8 +256,12 @@ def format_result(r: dict) -> str:
         lines.insert(
             at + 2,
             f"relabel      {'on' if rl['enabled'] else 'off'}: redistribution moves "
-            f"{mib(rl['bytes_after'])} (in order: {mib(rl['bytes_before'])}, saved "
-            f"{mib(rl['bytes_saved'])})",
+            f"{mib(rl['bytes_after'])} (in order: {mib(rl['bytes_before'])}, "
+            + (
+                f"saved {mib(rl['bytes_saved'])})"
+                if rl["bytes_saved"] >= 0  # on a machine hierarchy: fewer across outer levels
+                else f"{mib(-rl['bytes_saved'])} more, fewer across the outer levels)"
+            ),
         )
     if "topology" in r:
         sizes = ", ".join(f"{k}={v}" for k, v in r["tree"].items())

@@ -11,7 +11,7 @@ ones (``redistribute_in``), multiplies, and redistributes C out into the user's 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -99,15 +99,24 @@ def moves(users: Mapping[str, UserLayout], native: Mapping[str, tuple]) -> list[
 
 
 def relabelling(
-    all_moves: Sequence[Move], P: int, itemsize: int = 1, nodes=None, overlaps=None
+    all_moves: Sequence[Move],
+    P: int,
+    itemsize: int = 1,
+    groups=(),
+    overlaps=None,
+    placed=None,
 ) -> Relabelling:
     """The order of the native mesh on the job's ranks that keeps the most elements of all
     ``all_moves`` in place (one assignment for A, B and C together; layouts.relabel.
     relabel_pairs, from the sparse overlaps: the run and the model choose it alike, at any P);
-    ``nodes``: each job rank's node on a cluster, to keep each node's mesh ranks together;
-    ``overlaps``: the moves' layouts.counting.overlap_pairs, if already computed."""
+    ``groups``: on a machine hierarchy, each job rank's node at each level (topology.hierarchy.
+    subtrees_of), whose subtrees then move whole; ``overlaps``: the moves' layouts.counting.
+    overlap_pairs, if already computed; ``placed[d]``: the job rank native mesh rank d was laid
+    on (a tree binding's; default d), the order the relabelling starts from and compares with
+    (Relabelling.bytes_before), its nodes the ones mesh rank d's subtrees move from."""
+    start = np.arange(P) if placed is None else np.asarray(placed, np.int64)
     if not all_moves:
-        return Relabelling(tuple(range(P)), 0, 0)
+        return Relabelling(tuple(start.tolist()), 0, 0)
     if overlaps is None:
         overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
     jobs, natives, kept = [], [], []
@@ -116,8 +125,11 @@ def relabelling(
         natives.append(d if m.into else s)
         kept.append(count)
     total = sum(int(o[3].sum()) for o in overlaps)
-    job, native = np.concatenate(jobs), np.concatenate(natives)
-    return relabel_pairs(job, native, np.concatenate(kept), total, P, itemsize, nodes)
+    job, native = np.concatenate(jobs), start[np.concatenate(natives)]
+    found = relabel_pairs(job, native, np.concatenate(kept), total, P, itemsize, groups)
+    if placed is None:
+        return found
+    return replace(found, ranks=tuple(np.asarray(found.ranks)[start].tolist()))
 
 
 def move_counts(move: Move, ranks: Sequence[int] | None = None) -> np.ndarray:

@@ -6,16 +6,18 @@ pi(d) keeps sum_d V[pi(d), d] elements in place; the permutation maximising it i
 assignment problem (scipy.optimize.linear_sum_assignment, Hungarian-type, O(P^3)). Layouts that
 differ only by a permutation of ranks then move nothing.
 
-On a cluster with several ranks per node the algorithm's mesh was laid on the nodes in blocks
-(mesh rank d on the node of rank d), and its schedule's messages inside and between nodes were
-priced that way; an order free to split those blocks can move fewer bytes but sends the kernel's
-messages across the network (SUMMA 4x2 on an emulated 1 GbE cluster of 4 nodes of 2, each row
-of two split over two nodes: the multiplication took 106 ms, against 49 with the rows kept on
-their nodes). So there the order keeps each node's block of
-mesh ranks together: it chooses which node each block runs on (keeping the most elements on
-their node: an assignment over nodes), then, inside each node, which rank each mesh rank runs on
-(the most kept on the rank: an assignment per node). Which mesh ranks share a node, and so the
-kernel's time, does not change.
+On a machine hierarchy (a cluster's nodes, the MN-Core tree's L2B > L1B > MAB > PE) the
+algorithm's mesh was laid on the machine (in blocks on a cluster's nodes, by its level binding
+on the tree), and its schedule's messages inside and between nodes were priced that way; an
+order free to split those blocks can move fewer bytes but sends the kernel's messages across
+slower links (SUMMA 4x2 on an emulated 1 GbE cluster of 4 nodes of 2, each row of two split
+over two nodes: the multiplication took 106 ms, against 49 with the rows kept on their nodes).
+So there the order only moves whole subtrees among the nodes of one parent and ranks among the
+leaves of one innermost node, which changes no message's crossing level and so not the kernel:
+from the outermost level in, it chooses which node hosts each of the mesh's subtrees (keeping
+the most elements inside that node: an assignment per parent), and last which rank each mesh
+rank runs on (the most kept on the rank). ``groups`` (topology.hierarchy.subtrees_of) gives
+each rank's node at each level; a mesh rank's own node is that of the position it was laid on.
 
 :func:`relabel` takes the P x P volumes (the reference, for small P); :func:`relabel_pairs` the
 sparse overlaps, what runs and the model use (layouts.endpoints.relabelling), so that at P =
@@ -56,66 +58,66 @@ class Relabelling:
 
 
 def relabel(
-    volume: np.ndarray, needed: np.ndarray | None = None, itemsize: int = 1, nodes=None
+    volume: np.ndarray, needed: np.ndarray | None = None, itemsize: int = 1, groups=()
 ) -> Relabelling:
     """The order of destination ranks that keeps the most data in place.
 
     ``volume[s, d]``: elements source rank s holds that destination rank d needs;
     ``needed[d]``: elements d needs (default: the column sums, right when no element has two
-    source holders). Bytes moved = (needed.sum() - kept) * itemsize. ``nodes[s]``: the node of
-    rank s on a cluster (topology.hierarchy.nodes_of; None: keep the most on each rank only).
-    Where the identity order is already optimal it is kept.
+    source holders). Bytes moved = (needed.sum() - kept) * itemsize. ``groups``: on a machine
+    hierarchy, each rank's node at each level, outermost first (topology.hierarchy.subtrees_of;
+    empty: keep the most on each rank only). Where the identity order is already optimal it is
+    kept.
     """
     V = np.asarray(volume)
     if V.ndim != 2 or V.shape[0] != V.shape[1]:
         raise ValueError(f"the volume matrix must be square (P x P), not {V.shape}")
     total = int((V.sum(axis=0) if needed is None else np.asarray(needed)).sum())
     P = V.shape[0]
-    kept_identity = int(np.trace(V))
     # imported here: scipy.optimize takes half a second to import, and `distmm plan` and
     # `predict` import this module without relabelling anything
     from scipy.optimize import linear_sum_assignment
 
-    if nodes is None:
-        rows, cols = linear_sum_assignment(V, maximize=True)
-        order = np.empty(P, np.int64)
-        order[cols] = rows  # destination cols[i] runs on rank rows[i]
-        on_node = V
+    groups = [np.asarray(g) for g in groups]
+    order = _tree_blocks(V, groups, linear_sum_assignment)
+    identity = _kept_by_level(V, groups, np.arange(P))
+    if _kept_by_level(V, groups, order) <= identity:
+        ranks, kept = tuple(range(P)), identity[-1]
     else:
-        nodes = np.asarray(nodes)
-        by_node = _by_node(V, nodes)
-        order = _node_blocks(V, by_node, nodes, linear_sum_assignment)
-        on_node = by_node[nodes]  # [t, d]: what d needs from the ranks on t's node
-    kept = int(V[order, np.arange(P)].sum())
-    identity = (int(np.trace(on_node)), kept_identity)
-    if (int(on_node[order, np.arange(P)].sum()), kept) <= identity:
-        ranks, kept = tuple(range(P)), kept_identity
-    else:
-        ranks = tuple(int(r) for r in order)
-    return Relabelling(ranks, (total - kept_identity) * itemsize, (total - kept) * itemsize)
+        ranks, kept = tuple(int(r) for r in order), int(V[order, np.arange(P)].sum())
+    return Relabelling(ranks, (total - identity[-1]) * itemsize, (total - kept) * itemsize)
 
 
-def _node_blocks(V: np.ndarray, by_node: np.ndarray, nodes: np.ndarray, assign) -> np.ndarray:
-    """order[d]: the rank mesh rank d runs on, each node's block of mesh ranks (d with
-    nodes[d] == n) kept together on one node: the blocks on the nodes that hold the most of
-    what they need (``by_node``: :func:`_by_node`), then each block's ranks on that node's
-    ranks that hold the most of what each needs (``assign``:
+def _tree_blocks(V: np.ndarray, groups: list, assign) -> np.ndarray:
+    """order[d]: the rank destination d runs on. With ``groups`` (outermost first), the
+    subtrees of d's own nodes are moved whole: at each level the subtrees of one parent onto the
+    nodes of the parent it was given that hold the most of what they need, last the ranks of
+    each innermost node onto that node's ranks (``assign``:
     scipy.optimize.linear_sum_assignment)."""
-    members = np.argsort(nodes, kind="stable").reshape(len(by_node), -1)
-    blocks = by_node[:, members].sum(axis=2)  # [node, block]
     order = np.empty(V.shape[1], np.int64)
-    for node, block in zip(*assign(blocks, maximize=True), strict=True):
-        ranks, mesh = members[node], members[block]
-        rows, cols = assign(V[np.ix_(ranks, mesh)], maximize=True)
-        order[mesh[cols]] = ranks[rows]
+
+    def place(ranks: np.ndarray, mesh: np.ndarray, depth: int) -> None:
+        if depth == len(groups):
+            rows, cols = assign(V[np.ix_(ranks, mesh)], maximize=True)
+            order[mesh[cols]] = ranks[rows]
+            return
+        g = groups[depth]
+        hosts = [ranks[g[ranks] == n] for n in np.unique(g[ranks])]
+        blocks = [mesh[g[mesh] == n] for n in np.unique(g[mesh])]
+        on = np.array([[V[np.ix_(h, b)].sum() for b in blocks] for h in hosts])
+        for h, b in zip(*assign(on, maximize=True), strict=True):
+            place(hosts[h], blocks[b], depth + 1)
+
+    place(np.arange(V.shape[0]), np.arange(V.shape[1]), 0)
     return order
 
 
-def _by_node(V: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-    """[n, d]: the sum of V[s, d] over the ranks s on node n."""
-    by_node = np.zeros((int(nodes.max()) + 1, V.shape[1]), np.int64)
-    np.add.at(by_node, nodes, V)
-    return by_node
+def _kept_by_level(V: np.ndarray, groups: list, order: np.ndarray) -> tuple[int, ...]:
+    """Elements kept inside each level's nodes, outermost first, then on the ranks, when
+    destination d runs on rank ``order[d]``."""
+    d = np.arange(V.shape[1])
+    inside = [int(V[:, d][g[:, None] == g[order][None, :]].sum()) for g in groups]
+    return (*inside, int(V[order, d].sum()))
 
 
 _EDGES_PER_RANK = 8
@@ -131,7 +133,7 @@ def relabel_pairs(
     total: int,
     P: int,
     itemsize: int = 1,
-    nodes=None,
+    groups=(),
 ) -> Relabelling:
     """:func:`relabel` from the sparse overlaps, never a P x P array: ``kept[i]`` elements stay
     in place when destination (native) mesh rank ``native[i]`` runs on rank ``job[i]`` (pairs
@@ -141,32 +143,27 @@ def relabel_pairs(
     (P = 4096 and 1-D layouts), only each native rank's _EDGES_PER_RANK heaviest pairs: optimal
     unless a native rank's best free rank is not among them (such spread overlaps keep little
     in place anyway); with more than _EXACT_PAIRS of those, :func:`_by_levels` (not optimal).
-    With ``nodes`` each node's block of native ranks stays together, as in
-    :func:`relabel` (:func:`_pair_node_blocks`). The identity is kept where it is no worse."""
+    With ``groups`` whole subtrees move, as in :func:`relabel` (:func:`_pair_tree_blocks`).
+    The identity is kept where it is no worse."""
     key, inverse = unique_inverse(job * P + native)
     weight = np.bincount(inverse, kept, minlength=key.size)
     job, native = key // P, key % P
-    kept_identity = int(np.rint(weight[job == native].sum()))
-    if nodes is not None:
-        nodes = np.asarray(nodes)
-        on = nodes[job] == nodes[native]
-        identity = (int(np.rint(weight[on].sum())), kept_identity)
-        out = _pair_node_blocks(job, native, weight, P, nodes)
-        on = nodes[job] == nodes[out[native]]
-        here = job == out[native]
-        best = (int(np.rint(weight[on].sum())), int(np.rint(weight[here].sum())))
-    else:
-        identity = (0, kept_identity)
-        best_job, best_native = _heaviest(job, native, weight, P)
-        out = _filled(best_job, best_native, P)  # natives overlapping nothing: any rank
-        chosen = np.searchsorted(job * P + native, best_job * P + best_native)  # present
-        best = (0, int(np.rint(weight[chosen].sum())))
+    groups = [np.asarray(g) for g in groups]
+    out = _pair_tree_blocks(job, native, weight, P, groups)
+    identity = _pairs_kept_by_level(job, native, weight, groups)
+    best = _pairs_kept_by_level(job, out[native], weight, groups)
     if best <= identity:
         ranks = tuple(range(P))
         best = identity
     else:
         ranks = tuple(out.tolist())
-    return Relabelling(ranks, (total - identity[1]) * itemsize, (total - best[1]) * itemsize)
+    return Relabelling(ranks, (total - identity[-1]) * itemsize, (total - best[-1]) * itemsize)
+
+
+def _pairs_kept_by_level(job, on, weight, groups: list) -> tuple[int, ...]:
+    """:func:`_kept_by_level` of the weighted pairs, the native rank of pair i on rank on[i]."""
+    inside = [g[job] == g[on] for g in groups]
+    return tuple(int(np.rint(weight[m].sum())) for m in (*inside, job == on))
 
 
 def _top(group: np.ndarray, weight: np.ndarray, P: int) -> np.ndarray:
@@ -271,18 +268,31 @@ def _max_matching(rows, cols, P: int) -> np.ndarray:
     return maximum_bipartite_matching(graph.tocsr(), perm_type="column")
 
 
-def _pair_node_blocks(job, native, weight, P: int, nodes: np.ndarray) -> np.ndarray:
-    """:func:`_node_blocks`'s order from the weighted pairs (job rank, native rank):
-    each node's block of native ranks (d with nodes[d] == n) on the node holding the most of
-    what it needs, then inside each node the :func:`_heaviest` order of its ranks."""
-    n_nodes = int(nodes.max()) + 1
-    key, inverse = unique_inverse(nodes[job] * n_nodes + nodes[native])
-    on = np.bincount(inverse, weight, minlength=key.size)
-    host, block = _heaviest(key // n_nodes, key % n_nodes, on, n_nodes)
-    where = _filled(host, block, n_nodes)  # block n runs on node where[n]
-    inside = nodes[job] == where[nodes[native]]
+def _pair_tree_blocks(job, native, weight, P: int, groups: list) -> np.ndarray:
+    """:func:`_tree_blocks`'s order from the weighted pairs (job rank, native rank), level by
+    level for all parents at once: at each level, each native subtree on the node (of the one
+    its parent was given) holding the most of what it needs (:func:`_heaviest` of the pairs
+    inside matched parents), then each native rank on a rank of its innermost node's host."""
+    where = before = None  # native node -> the node hosting it; the level before's nodes
+    for g in groups:
+        n = int(g.max()) + 1
+        ok = np.ones(job.size, bool) if before is None else before[job] == where[before[native]]
+        key, inverse = unique_inverse(g[job[ok]] * n + g[native[ok]])
+        on = np.bincount(inverse, weight[ok], minlength=key.size)
+        host, block = _heaviest(key // n, key % n, on, n)
+        if before is None:  # node b runs on node where[b] (overlapping nothing: any free one)
+            where = _filled(host, block, n)
+        else:  # ... under the node its parent runs on
+            parent = np.zeros(n, np.int64)
+            parent[g] = before
+            where = _filled(host, block, n, where[parent], parent)
+        before = g
+    if before is None:
+        ranks, natives = _heaviest(job, native, weight, P)
+        return _filled(ranks, natives, P)  # natives overlapping nothing: any rank
+    inside = before[job] == where[before[native]]
     ranks, natives = _heaviest(job[inside], native[inside], weight[inside], P)
-    return _filled(ranks, natives, P, where[nodes], nodes)
+    return _filled(ranks, natives, P, where[before], before)
 
 
 def _filled(to, of, n: int, want=None, has=None) -> np.ndarray:

@@ -5,9 +5,13 @@ neither), and whether the binding the model prefers is the one measured faster.
 
     python scripts/tree_study.py [--topology mncore:2,2,2,2] [--links mncore-emu]
         [--shape 1024,1024,1024] [--repeat 3] [--profile results/profile.json] [--algos ...]
+        [--layouts block]
 
 Each run is `mpiexec -n P distmm run ALGO --topology ... --bind B --emulate-links L --profile P
---json`. Prints one table (also written as JSON with --out).
+--json`. Prints one table (also written as JSON with --out). With ``--layouts`` the runs start
+from those layouts and end in them: bindings are ranked and compared end to end (the kernel
+plus the moves, relabelled by whole subtrees), and the table adds the redistribution's
+predicted and measured seconds.
 """
 
 from __future__ import annotations
@@ -29,17 +33,22 @@ from topology.tree import LEVELS, bindings, parse_topology  # noqa: E402
 
 
 def model_seconds(algo, plan, binding, tree, args) -> float:
-    from bench.model import Profile, predict, schedule
+    """The kernel's predicted seconds, plus the moves' from --layouts (if given)."""
+    from bench.model import Profile, plan_moves, predict, price_moves, schedule
+    from layouts.endpoints import user_layouts
     from topology.links import LinkModel
 
+    profile = Profile.load(args.profile)
+    links = replace(LinkModel.load(args.links, tree), emulated=True)  # as the runs hold it
     events = schedule(get(algo), plan, 0, "float32", binding, tree)
-    return predict(
-        events,
-        Profile.load(args.profile),
-        "float32",
-        tree.size,
-        links=replace(LinkModel.load(args.links, tree), emulated=True),  # as the runs hold it
-    ).seconds
+    kernel = predict(events, profile, "float32", tree.size, links=links).seconds
+    if not args.layouts:
+        return kernel
+    users = user_layouts(dict.fromkeys("ABC", args.layouts), plan.shape, plan.P)
+    placed = binding.tree_ranks(plan.mesh, tree)
+    moves = price_moves(plan_moves(users, plan), plan.P, profile, 4, tree.size, True, links,
+                        tree=tree, placed=placed)  # fmt: skip
+    return kernel + moves.seconds
 
 
 def main() -> int:
@@ -51,6 +60,7 @@ def main() -> int:
     ap.add_argument("--profile", default=str(ROOT / "results" / "profile.json"))
     ap.add_argument("--algos", nargs="*", default=list(ALGORITHMS))
     ap.add_argument("--out", help="write the rows as JSON here")
+    ap.add_argument("--layouts", help="where A and B start and C ends (default: native)")
     args = ap.parse_args()
     tree = parse_topology(args.topology)
     shape = parse_ints(args.shape, 3)
@@ -58,10 +68,11 @@ def main() -> int:
     rows = []
     print(
         f"{args.topology}, links {args.links} (emulated), shape {args.shape}, "
-        f"median of {args.repeat}"
+        f"median of {args.repeat}" + (f", end to end from {args.layouts}" if args.layouts else "")
     )
+    moved = f"{'redist p':>10}{'redist m':>10}" if args.layouts else ""
     print(
-        f"{'algo':<10}{'binding':<30}{'predicted':>10}{'measured':>10}{'meas/pred':>10}  "
+        f"{'algo':<10}{'binding':<30}{'predicted':>10}{'measured':>10}{'meas/pred':>10}{moved}  "
         + " ".join(f"{lv + ' MiB':>9}" for lv in LEVELS)
     )
     for algo in args.algos:
@@ -89,6 +100,7 @@ def main() -> int:
                 repeat=args.repeat,
                 profile=args.profile,
                 as_json=True,
+                layouts=args.layouts,
             )
             r, why = launcher.run_json(tree.size, argv, 600, cwd=ROOT)
             if r is None:
@@ -102,10 +114,16 @@ def main() -> int:
                 "level_bytes": r["level_bytes"],
                 "verified": r["verified"],
             }
+            text = ""
+            if args.layouts:
+                row["redistribution_predicted"] = row["predicted"] - r["predicted_multiply_seconds"]
+                row["redistribution_measured"] = row["measured"] - r["multiply_seconds"]
+                text = f"{row['redistribution_predicted']:>10.4f}"
+                text += f"{row['redistribution_measured']:>10.4f}"
             mine.append(row)
             print(
                 f"{algo:<10}{str(b):<30}{row['predicted']:>10.4f}{row['measured']:>10.4f}"
-                f"{row['measured'] / row['predicted']:>10.2f}  "
+                f"{row['measured'] / row['predicted']:>10.2f}{text}  "
                 + " ".join(f"{row['level_bytes'][lv] / 2**20:>9.2f}" for lv in LEVELS)
                 + ("" if row["verified"] else "  NOT VERIFIED"),
                 flush=True,

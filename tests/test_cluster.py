@@ -269,22 +269,23 @@ def test_relabelling_on_a_cluster_keeps_each_nodes_mesh_ranks_together():
     identity), so the kernel runs as planned."""
     from bench.endtoend import end_to_end
     from layouts.endpoints import move_counts
-    from topology.hierarchy import nodes_of
+    from topology.hierarchy import subtrees_of
 
     tree = parse_topology("cluster:2,4")
     plan = get("summa3d").plan((96, 96, 96), 8, grid=(2, 2, 2))
-    nodes = nodes_of(tree)
+    (nodes,) = subtrees_of(tree)
     assert nodes.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
     moved = {}
     for where in (None, tree):
-        e2e = end_to_end(dict.fromkeys("ABC", "cols"), plan, 4, True, where)
+        binding = None if where is None else default_binding(plan.mesh, tree)
+        e2e = end_to_end(dict.fromkeys("ABC", "cols"), plan, 4, True, where, binding)
         counts = sum(move_counts(m, e2e.ranks) for m in e2e.moves)
         between = counts[nodes[:, None] != nodes[None, :]].sum()
         on = nodes[list(e2e.ranks)]
         together = bool((np.equal.outer(on, on) == np.equal.outer(nodes, nodes)).all())
         moved[where is None] = (int(between), int(counts.sum() - np.trace(counts)), together)
     assert moved == {True: (6912, 18432, False), False: (9216, 19584, True)}
-    assert nodes_of(parse_topology("cluster:4,1")) is None  # one rank per node: plain order
+    assert subtrees_of(parse_topology("cluster:4,1")) == []  # one rank per node: plain order
 
 
 def test_link_exchange_prices_messages_between_nodes(tmp_path):

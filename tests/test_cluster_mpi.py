@@ -60,16 +60,18 @@ def _slow_links(tree, tmp_path_factory, alpha=ALPHA):
     return replace(links, emulated=True)  # as `run --emulate-links` holds them
 
 
-def _run_e2e(name, specs, tree, links):
-    """As `distmm run --layouts ... --topology cluster:... --emulate-links` sets a run up."""
+def _run_e2e(name, specs, tree, links, on_nodes=True):
+    """As `distmm run --layouts ... --topology cluster:... --emulate-links` sets a run up
+    (``on_nodes`` False: relabelled by the plain rule, free to split the nodes' groups)."""
     import numpy as np
 
-    from bench.endtoend import cluster_relabelled, end_to_end, job_comm
+    from bench.endtoend import end_to_end, job_comm, placed_binding
 
     module = get(name)
     plan = module.plan((24, 20, 16), 4)
-    e2e = end_to_end(specs, plan, 8)
-    binding = cluster_relabelled(tree, default_binding(plan.mesh, tree), e2e)
+    binding = default_binding(plan.mesh, tree)
+    e2e = end_to_end(specs, plan, 8, True, *((tree, binding) if on_nodes else ()))
+    binding = placed_binding(plan.mesh, e2e)
     world = MPI.COMM_WORLD
     job = job_comm(world, e2e)
     mesh = Mesh(plan.mesh, job, binding=binding, tree=tree)
@@ -116,8 +118,10 @@ def test_end_to_end_on_a_cluster_holds_redistributions_to_the_network(tmp_path_f
 @needs4
 @pytest.mark.timeout(120)
 def test_relabelled_mesh_on_a_cluster(tmp_path_factory):
-    """SUMMA's own layouts on the transposed mesh: the relabelled mesh moves nothing, and its
-    kernel's messages cross the nodes where the relabelled ranks actually run."""
+    """SUMMA's own layouts on the transposed mesh. The cluster's rule keeps the order (the
+    transposition would split each node's pair of mesh ranks). Relabelled by the plain rule,
+    the mesh moves nothing, and its kernel's messages cross the nodes where the relabelled
+    ranks actually run (the RankOrder placement works for any order)."""
     tree = parse_topology("cluster:2,2")
     links = _slow_links(tree, tmp_path_factory)
     plan = get("summa").plan((24, 20, 16), 4)
@@ -127,6 +131,8 @@ def test_relabelled_mesh_on_a_cluster(tmp_path_factory):
         for n in "ABC"
     }
     r, e2e = _run_e2e("summa", specs, tree, links)
+    assert r["verified"] and e2e.relabelling.is_identity
+    r, e2e = _run_e2e("summa", specs, tree, links, on_nodes=False)
     assert r["verified"] and not e2e.relabelling.is_identity
     assert r["relabel"]["bytes_after"] == 0
     assert r["phases"]["redistribute_in"]["seconds"] < ALPHA  # nothing held: nothing moved

@@ -65,7 +65,7 @@ def test_sparse_pricing_matches_the_house_counts(profile_file):
             assert price.bytes_saved == _dense_relabelling(mv, P, 4).bytes_saved, (name, g)
 
 
-def _dense_relabelling(all_moves, P: int, itemsize: int, nodes=None):
+def _dense_relabelling(all_moves, P: int, itemsize: int, groups=()):
     """The reference: layouts.relabel.relabel on the P x P volumes kept in place."""
     from layouts.counting import overlap_counts
     from layouts.relabel import relabel
@@ -76,7 +76,7 @@ def _dense_relabelling(all_moves, P: int, itemsize: int, nodes=None):
         H, need = overlap_counts(m.src, m.src_mesh, m.dst, m.dst_mesh)
         kept += H if m.into else H.T  # out: H[native s, user t], kept when s runs on t
         needed += need
-    return relabel(kept, needed, itemsize, nodes)
+    return relabel(kept, needed, itemsize, groups)
 
 
 def _predict(profile_file, *extra):
@@ -128,7 +128,6 @@ def test_relabelling_a_permuted_native_layout_moves_nothing(profile_file):
     [
         ("--layouts", "diagonal"),
         ("--layout-b", "((3_r, 22), (64))@r=3"),
-        ("--layouts", "block", "--topology", "mncore:2,2,1,1"),
     ],
 )
 def test_bad_layouts_one_line(profile_file, extra):
@@ -188,7 +187,7 @@ def test_words_bounds():
 def test_sparse_relabelling_on_a_cluster_matches_the_dense_one():
     """With ranks on nodes both relabellings reach the same elements between nodes and kept."""
     from layouts.endpoints import move_counts
-    from topology.hierarchy import cluster_mesh, nodes_of
+    from topology.hierarchy import cluster_mesh, subtrees_of
 
     def cost(mv, ranks, nodes):
         counts = sum(move_counts(m, ranks) for m in mv)
@@ -199,10 +198,10 @@ def test_sparse_relabelling_on_a_cluster_matches_the_dense_one():
         (8, "cols", (96, 64, 80), cluster_mesh(4, 2, "round-robin")),
         (6, "rows", (60, 66, 72), cluster_mesh(3, 2)),
     ):
-        nodes = nodes_of(tree)
+        (nodes,) = subtrees_of(tree)
         for name, g, mv in _every_grid(P, spec, shape):
-            sparse = relabelling(mv, P, 4, nodes)
-            dense = _dense_relabelling(mv, P, 4, nodes)
+            sparse = relabelling(mv, P, 4, [nodes])
+            dense = _dense_relabelling(mv, P, 4, [nodes])
             assert cost(mv, sparse.ranks, nodes) == cost(mv, dense.ranks, nodes), (name, g)
             assert sparse.bytes_after == dense.bytes_after
 

@@ -118,7 +118,7 @@ def test_on_a_cluster_each_nodes_block_of_mesh_ranks_stays_together(nodes):
     for _ in range(20):
         V = rng.integers(0, 10, (6, 6)) * (rng.random((6, 6)) < 0.4)
         allowed = [p for p in itertools.permutations(range(6)) if _blocks_kept(p, nodes)]
-        r = relabel(V, nodes=nodes)
+        r = relabel(V, groups=[np.asarray(nodes)])
         kept = int(V[list(r.ranks), range(6)].sum())
         assert _blocks_kept(r.ranks, nodes)
         assert _between_nodes(V, r.ranks, nodes) == min(

@@ -68,3 +68,45 @@ def test_algorithms_on_every_binding(algo):
             )
         finally:
             mesh.free()
+
+
+@pytest.mark.mpi
+@needs8
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("algo, spec", [("summa3d", "block-cyclic:2"), ("t10", "cols")])
+def test_end_to_end_on_the_tree(algo, spec):
+    """From the user's layouts on the tree, for every binding, as `distmm run --topology
+    mncore:2,2,2,1 --layouts ... --emulate-links` sets it up: verified, each mesh rank runs on
+    the job rank the relabelling chose, each rank sends in each phase what the model counts,
+    and each phase is held at least as long as the links take for what it sends."""
+    from bench.endtoend import end_to_end, job_comm, placed_binding
+    from layouts.endpoints import move_counts
+    from topology.links import LinkModel
+
+    module = get(algo)
+    plan = module.plan((24, 20, 16), 8)
+    links = replace(LinkModel.load("mncore-emu", TREE), emulated=True)
+    world = MPI.COMM_WORLD
+    for b in bindings(plan.mesh, TREE):
+        e2e = end_to_end(dict.fromkeys("ABC", spec), plan, 8, True, TREE, b)
+        job = job_comm(world, e2e)
+        mesh = Mesh(plan.mesh, job, binding=placed_binding(plan.mesh, e2e), tree=TREE)
+        try:
+            assert e2e.ranks[mesh.rank] == world.Get_rank()
+            assert mesh.tree_coords == TREE.coords(world.Get_rank())
+            r, _ = run_plan(
+                module, plan, mesh, np.dtype(np.float64), 1, 0, "exact", links=links,
+                e2e=e2e, world=world,
+            )  # fmt: skip
+            assert r["verified"], (str(b), r["max_rel_error"])
+            for into, phase in ((True, "redistribute_in"), (False, "redistribute_out")):
+                counts = sum(move_counts(m, e2e.ranks) for m in e2e.moves if m.into == into)
+                sent = counts.sum(axis=1) - np.diag(counts)
+                assert r["phases"][phase]["bytes_sent_per_rank"] == (sent * 8).tolist()
+                src, dst = np.nonzero(counts * (1 - np.eye(8, dtype=int)))
+                held = links.exchange(src, dst, counts[src, dst] * 8).max(initial=0.0)
+                assert r["phases"][phase]["seconds"] >= held, (str(b), phase)
+        finally:
+            mesh.free()
+            if job is not world:
+                job.Free()

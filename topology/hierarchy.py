@@ -62,12 +62,23 @@ def cluster_size(tree: AbstractMesh) -> tuple[int, int, str]:
     return tree.sizes["node"], tree.sizes["local"], placement
 
 
-def nodes_of(tree: AbstractMesh | None):
-    """The node of each rank of a cluster with more than one rank per node (an int array),
-    else None (one rank per node, or not a cluster: no rank shares a node's links)."""
-    if not is_cluster(tree) or tree.sizes["local"] == 1:
-        return None
-    return np.unravel_index(np.arange(tree.size), tree.shape)[tree.names.index("node")]
+def subtrees_of(tree: AbstractMesh | None) -> list[np.ndarray]:
+    """For each level of a machine hierarchy but the innermost, outermost first: the node of
+    that level each rank is in (an int array over tree ranks; the cluster's nodes, the MN-Core
+    tree's L2B, L1B and MAB). Moving whole subtrees among the nodes of one parent, and ranks
+    among the leaves of one innermost node, changes no message's crossing level (the kernel's
+    time). Levels that constrain nothing are left out: one node of the level, or nodes of one
+    rank each (no rank shares a node's links); [] for a plain mesh."""
+    if tree is None or kind_of(tree) is None:
+        return []
+    levels = levels_of(tree)
+    coords = dict(zip(tree.names, np.unravel_index(np.arange(tree.size), tree.shape), strict=True))
+    out, ids = [], np.zeros(tree.size, np.int64)
+    for i, lv in enumerate(levels[:-1]):
+        ids = ids * tree.sizes[lv] + coords[lv]
+        if tree.sizes[lv] > 1 and math.prod(tree.sizes[b] for b in levels[i + 1 :]) > 1:
+            out.append(ids)
+    return out
 
 
 def parse_cluster(text: str) -> AbstractMesh:
@@ -128,6 +139,6 @@ __all__ = [
     "kind_of",
     "levels_of",
     "members_by_level",
-    "nodes_of",
+    "subtrees_of",
     "parse_cluster",
 ]

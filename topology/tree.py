@@ -135,6 +135,16 @@ class Binding:
             for a, lvs in self.axes
         }
 
+    def tree_ranks(self, algo: AbstractMesh, tree: AbstractMesh) -> np.ndarray:
+        """The tree rank of every algorithm rank (row-major over ``algo``)."""
+        coords = np.unravel_index(np.arange(algo.size), algo.shape)
+        at = dict.fromkeys(tree.names, 0)
+        for a, lvs in self.axes:
+            rest = coords[algo.names.index(a)]
+            for lv in reversed(lvs):  # an axis is row-major over its levels
+                rest, at[lv] = divmod(rest, tree.sizes[lv])
+        return np.ravel_multi_index(tuple(at[lv] for lv in tree.names), tree.shape)
+
     def group_levels(
         self, tree: AbstractMesh, coords: Mapping[str, int], axes: Sequence[str]
     ) -> dict[str, int]:
@@ -163,6 +173,9 @@ class RankOrder:
 
     def tree_rank(self, algo_rank: int) -> int:
         return algo_rank if self.ranks is None else self.ranks[algo_rank]
+
+    def tree_ranks(self, algo: AbstractMesh, tree: AbstractMesh) -> np.ndarray:
+        return np.arange(algo.size) if self.ranks is None else np.asarray(self.ranks, np.int64)
 
     def tree_coords(self, algo_coords: Mapping[str, int], tree: AbstractMesh) -> dict[str, int]:
         return tree.coords(self.tree_rank(self.algo.rank(algo_coords)))

@@ -18,7 +18,7 @@ from layouts.counting import exchange_counts, overlap_pairs, summed_pairs
 from layouts.endpoints import Move, UserLayout, move_counts, moves, relabelling
 from layouts.redistribute import placement
 from layouts.tensorlayout import TensorLayout
-from topology.hierarchy import nodes_of
+from topology.hierarchy import subtrees_of
 from topology.mesh import AbstractMesh
 
 from .profile import Profile
@@ -172,15 +172,21 @@ def price_moves(
     relabel: bool = True,
     links=None,
     overlaps=None,
+    tree=None,
+    placed=None,
 ) -> MovePrice:
     """:func:`move_seconds` with the relabelling an end-to-end run makes (unless ``relabel`` is
-    False), and the words the moves make the busiest rank send or receive.
+    False), and the words the moves make the busiest rank send or receive; on a machine
+    hierarchy ``tree`` (default: ``links``'), native mesh rank d laid on job rank ``placed[d]``
+    before relabelling (a tree binding's Binding.tree_ranks; default d).
 
     Computed from the sparse overlaps (layouts.counting.overlap_pairs), never a P x P array,
     where it can be: a source with one holder per element sends exactly its overlaps (others:
     layouts.endpoints.move_counts), and the relabelling is the run's (layouts.endpoints.
-    relabelling; on a cluster, ``links``, the one that keeps each node's mesh ranks together).
+    relabelling; on a machine hierarchy, ``links``, the one that moves whole subtrees).
     ``overlaps``: the moves' overlap_pairs, if already computed."""
+    if placed is not None:
+        placed = tuple(int(r) for r in placed)
     if not all_moves:
         return MovePrice(0.0, 0.0, 0, None, 0)
     barrier = phase_barrier(P, profile, ranks_per_node, links)
@@ -188,9 +194,9 @@ def price_moves(
         overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
     found = None
     if relabel:
-        nodes = None if links is None else nodes_of(links.tree)
-        found = relabelling(all_moves, P, itemsize, nodes, overlaps)
-    ranks = found.ranks if found is not None else None
+        groups = subtrees_of(tree if tree is not None or links is None else links.tree)
+        found = relabelling(all_moves, P, itemsize, groups, overlaps, placed)
+    ranks = found.ranks if found is not None else placed
     pi = np.arange(P) if ranks is None else np.asarray(ranks, np.int64)
     keys: dict = {True: [], False: []}  # src * P + dst of the moves in and out
     counts: dict = {True: [], False: []}
