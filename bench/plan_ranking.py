@@ -58,8 +58,9 @@ class Redistributions:
                 self.tree,
                 placed,
             )
-            if key[-1] is None:  # one order per layouts: their overlaps are not needed again
-                del self.overlaps[_key(plan)]
+            # their overlaps are not kept (other orders of the same layouts, the tree's other
+            # bindings, compute them again: kept, the whole board's took gigabytes)
+            del self.overlaps[_key(plan)]
         return self.prices[key]
 
     def seconds(self, plan, binding=None) -> float:

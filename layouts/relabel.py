@@ -18,6 +18,9 @@ from the outermost level in, it chooses which node hosts each of the mesh's subt
 the most elements inside that node: an assignment per parent), and last which rank each mesh
 rank runs on (the most kept on the rank). ``groups`` (topology.hierarchy.subtrees_of) gives
 each rank's node at each level; a mesh rank's own node is that of the position it was laid on.
+Orders are compared level by level from the outermost, so one may move more bytes in all
+(inside the innermost nodes) to move fewer across a slower level: there ``bytes_saved`` can be
+negative.
 
 :func:`relabel` takes the P x P volumes (the reference, for small P); :func:`relabel_pairs` the
 sparse overlaps, what runs and the model use (layouts.endpoints.relabelling), so that at P =
@@ -50,6 +53,7 @@ class Relabelling:
 
     @property
     def bytes_saved(self) -> int:
+        """Negative where a machine hierarchy's order moved more in all, fewer across levels."""
         return self.bytes_before - self.bytes_after
 
     @property
@@ -115,9 +119,8 @@ def _tree_blocks(V: np.ndarray, groups: list, assign) -> np.ndarray:
 def _kept_by_level(V: np.ndarray, groups: list, order: np.ndarray) -> tuple[int, ...]:
     """Elements kept inside each level's nodes, outermost first, then on the ranks, when
     destination d runs on rank ``order[d]``."""
-    d = np.arange(V.shape[1])
-    inside = [int(V[:, d][g[:, None] == g[order][None, :]].sum()) for g in groups]
-    return (*inside, int(V[order, d].sum()))
+    inside = [int(V[g[:, None] == g[order][None, :]].sum()) for g in groups]
+    return (*inside, int(V[order, np.arange(V.shape[1])].sum()))
 
 
 _EDGES_PER_RANK = 8
