@@ -109,12 +109,23 @@ def test_an_order_blind_to_the_tree_would_split_its_subtrees():
         ("t10", (2, 2, 4), "block"),
     ],
 )
-def test_end_to_end_on_the_tree_starts_from_the_binding(algo, grid, spec):
+def test_end_to_end_on_the_tree_starts_from_the_binding(algo, grid, spec, profile_file):
     """For every binding: the mesh starts where the binding lays it (bytes_before is that
     order's), the chosen order keeps every mesh rank pair's crossing level and moves no more
     across the outermost levels (fewer there first: it may move more bytes in all, inside
     nodes), and the RankOrder the run builds its mesh with runs mesh rank d on job rank
-    ranks[d]."""
+    ranks[d], mesh rank 0's kernel predicted as under the binding, level by level."""
+    from bench.model import Profile, predict, schedule
+    from topology.links import LinkModel
+
+    profile, links = Profile.load(profile_file), LinkModel.load("mncore-emu", TREE)
+
+    def kernel(binding):  # mesh rank 0's, on the PE it runs on
+        pe = int(binding.tree_ranks(plan.mesh, TREE)[0])
+        events = schedule(get(algo), plan, pe, "float32", binding, TREE)
+        pred = predict(events, profile, "float32", 16, links=links)
+        return pred.seconds, pred.level_bytes
+
     opts = {} if grid is None else ({"fop": grid} if algo == "t10" else {"grid": grid})
     plan = get(algo).plan((128, 96, 80), 16, **opts)
     saved = 0
@@ -131,6 +142,7 @@ def test_end_to_end_on_the_tree_starts_from_the_binding(algo, grid, spec):
         order = placed_binding(plan.mesh, e2e)
         assert isinstance(order, RankOrder)
         assert [order.tree_rank(d) for d in range(16)] == list(e2e.ranks)
+        assert kernel(order) == kernel(b), str(b)
         off = end_to_end(dict.fromkeys("ABC", spec), plan, 4, False, TREE, b)
         assert off.ranks == tuple(start.tolist()) and off.relabelling.bytes_saved == 0
     if algo == "tesseract":

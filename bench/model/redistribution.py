@@ -194,7 +194,8 @@ def price_moves(
         overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
     found = None
     if relabel:
-        groups = subtrees_of(tree if tree is not None or links is None else links.tree)
+        hierarchy = tree if tree is not None else None if links is None else links.tree
+        groups = subtrees_of(hierarchy)
         found = relabelling(all_moves, P, itemsize, groups, overlaps, placed)
     ranks = found.ranks if found is not None else placed
     pi = np.arange(P) if ranks is None else np.asarray(ranks, np.int64)
