@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Every accuracy figure of the cost model on this machine, one stage after another, each stage's
 # output in OUTDIR (a calibration at one rank per core, then the model on a mesh and on an
-# emulated cluster, the planner from block layouts, end-to-end runs, overlap on and off):
+# emulated cluster, the planner from block layouts on both, end-to-end runs on a mesh and on
+# the emulated MN-Core tree, overlap on and off):
 #
 #     scripts/accuracy_suite.sh OUTDIR [STAGE ...]
 #
 # Stages (default: all, in this order): calibrate model_mesh overlap plan_block e2e throughput
-# model_emu.
+# model_emu plan_emu tree_e2e.
 # OUTDIR/log holds each stage's start and end; a stage reuses OUTDIR/profile.json once made.
-# About 20 minutes on 16 cores; ranks go up to 16 whatever the cores (oversubscribed below 16).
+# About 40 minutes on 16 cores; ranks go up to 16 whatever the cores (oversubscribed below 16).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/accuracy_suite.sh OUTDIR [STAGE ...]}
@@ -16,7 +17,7 @@ shift
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 stages=("$@")
-all=(calibrate model_mesh overlap plan_block e2e throughput model_emu)
+all=(calibrate model_mesh overlap plan_block e2e throughput model_emu plan_emu tree_e2e)
 [ ${#stages[@]} -eq 0 ] && stages=("${all[@]}")
 for stage in "${stages[@]}"; do
   [[ " ${all[*]} " == *" $stage "* ]] || { echo "unknown stage $stage (${all[*]})" >&2; exit 2; }
@@ -58,6 +59,10 @@ for stage in "${stages[@]}"; do
       --out "$out/throughput.csv" ;;
     model_emu) "$PY" scripts/model_accuracy.py --profile "$prof" --ranks 8,16 --repeat 3 \
       --rounds 3 --cluster 2 --emulate-links 1gbe --out "$out/model_emu.csv" ;;
+    plan_emu) "$PY" scripts/plan_accuracy.py --profile "$prof" --ranks 4,6,8,16 --cluster 2 \
+      --emulate-links 1gbe --layouts block --repeat 3 --out "$out/plan_emu.txt" ;;
+    tree_e2e) "$PY" scripts/tree_study.py --profile "$prof" --layouts block \
+      --out "$out/tree_e2e.json" ;;
   esac >"$out/$stage.txt" 2>"$out/$stage.err"
   echo "=== $(date +%T) done $stage rc=$?" >>"$out/log"
 done
