@@ -264,11 +264,6 @@ def _check_layouts(cfg: dict, where: str | None) -> None:
     so that a bad one stops the sweep before its first run, in one line naming where it came
     from."""
     moved = [spec for spec in cfg["layouts"] if spec != NATIVE]
-    if moved and cfg.get("topology", "mesh") not in ("", "mesh"):  # as distmm run refuses them
-        raise UsageError(
-            f"{where or 'layouts'}: layouts other than native ({', '.join(moved)}) do not run "
-            f"with topology {cfg['topology']!r} yet"
-        )
     for spec in moved:
         for P in cfg["ranks"]:
             for shape in shapes_at(cfg, P):

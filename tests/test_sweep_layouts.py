@@ -88,13 +88,16 @@ def test_a_bad_layout_stops_the_sweep_before_any_run(tmp_path, layouts, words):
     assert res.returncode == 2 and "--layouts: layouts 'rowz' at P=4" in res.stderr
 
 
-def test_layouts_with_a_tree_topology_are_refused_up_front(tmp_path):
-    from bench.errors import UsageError
-
-    toml = BASE + 'layouts = ["native", "block"]\ntopology = "mncore:2,2,1,1"\n'
-    with pytest.raises(UsageError, match=r"s.toml:5: layouts other than native \(block\)"):
-        _cfg(tmp_path, toml)
-    assert _cfg(tmp_path, BASE + 'layouts = ["native"]\ntopology = "mncore:2,2,1,1"\n')
+def test_layouts_with_a_tree_or_cluster_topology_are_swept(tmp_path):
+    """distmm run takes user layouts on the MN-Core tree and on clusters: the sweep expands
+    them there as on a mesh."""
+    for topology in ("mncore:2,2,1,1", "cluster:2,2"):
+        toml = BASE + f'layouts = ["native", "block"]\ntopology = "{topology}"\n'
+        runs, _ = plan_runs(_cfg(tmp_path, toml))
+        assert {(r["layouts_in"], r["topology"]) for r in runs} == {
+            ("native", topology),
+            ("block", topology),
+        }
 
 
 def test_dry_run_lists_the_layouts(tmp_path):
