@@ -12,7 +12,8 @@ from algorithms import get
 from bench.endtoend import end_to_end, placed_binding
 from layouts.endpoints import move_counts
 from layouts.relabel import relabel, relabel_pairs
-from topology.hierarchy import levels_of, subtrees_of
+from topology.hierarchy import subtrees_of
+from topology.links import LinkModel
 from topology.tree import RankOrder, bindings, parse_topology
 
 TREE = parse_topology("mncore:2,2,2,2")
@@ -20,12 +21,10 @@ TREE = parse_topology("mncore:2,2,2,2")
 
 def _crossing(tree, ranks) -> np.ndarray:
     """[d, e]: the index of the outermost level ranks[d] and ranks[e] differ at (-1: none)."""
-    coords = np.unravel_index(np.asarray(ranks), tree.shape)
-    at = dict(zip(tree.names, coords, strict=True))
-    out = np.full((len(ranks), len(ranks)), -1)
-    for i, lv in reversed(list(enumerate(levels_of(tree)))):
-        out[at[lv][:, None] != at[lv][None, :]] = i
-    return out
+    ranks = np.asarray(ranks)
+    n = ranks.size
+    levels = LinkModel.load("flat", tree).pair_levels(np.repeat(ranks, n), np.tile(ranks, n))
+    return levels.reshape(n, n)
 
 
 def _kept_by_level(V, groups, ranks):
@@ -116,7 +115,6 @@ def test_end_to_end_on_the_tree_starts_from_the_binding(algo, grid, spec, profil
     nodes), and the RankOrder the run builds its mesh with runs mesh rank d on job rank
     ranks[d], mesh rank 0's kernel predicted as under the binding, level by level."""
     from bench.model import Profile, predict, schedule
-    from topology.links import LinkModel
 
     profile, links = Profile.load(profile_file), LinkModel.load("mncore-emu", TREE)
 
