@@ -19,20 +19,40 @@ from .tensorlayout import LayoutError, TensorLayout
 Coords = Mapping[str, int]
 
 
+def grain(layout: TensorLayout, d: int) -> int:
+    """How many consecutive indices of dimension d, from a multiple of it, share every level's
+    digit (Time's too): the product of the sizes of the dimension's innermost memory factors."""
+    out = 1
+    for f in reversed(layout.dims[d]):
+        if not f.is_memory:
+            break
+        out *= f.size
+    return out
+
+
+def grains(layout: TensorLayout) -> tuple[int, ...]:
+    """:func:`grain` of every dimension."""
+    return tuple(grain(layout, d) for d in range(layout.ndim))
+
+
 @lru_cache(maxsize=8)
-def _digits(layout: TensorLayout, d: int) -> np.ndarray:
-    """(padded_d, n_factors) mixed-radix digits of every index of dimension d."""
-    idx = np.arange(layout.padded_shape[d], dtype=np.int64)
+def _digits(layout: TensorLayout, d: int, step: int = 1) -> np.ndarray:
+    """(padded_d / step, n_factors) mixed-radix digits of indices 0, step, 2 step, ... of
+    dimension d."""
+    idx = np.arange(0, layout.padded_shape[d], step, dtype=np.int64)
     return np.stack(radix.digits(idx, [f.size for f in layout.dims[d]]), axis=1)
 
 
 @lru_cache(maxsize=32)
-def level_contributions(layout: TensorLayout, d: int) -> dict[str, np.ndarray]:
+def level_contributions(layout: TensorLayout, d: int, step: int = 1) -> dict[str, np.ndarray]:
     """For dimension d: {level: contribution of each index to that level's device index}.
 
     The Time axis appears under the key ``"Time"``. A device index is the sum over dimensions.
+    With ``step`` (dividing :func:`grain`), of indices 0, step, 2 step, ... only: each stands
+    for the ``step`` indices from it, which contribute alike (vectors ``step`` times shorter,
+    however large the dimension: what counting the elements ranks exchange uses).
     """
-    digits = _digits(layout, d)
+    digits = _digits(layout, d, step)
     out: dict[str, np.ndarray] = {}
     for k, f in enumerate(layout.dims[d]):
         if not f.is_memory:

@@ -11,12 +11,14 @@ large P) what each rank already holds of what each destination rank needs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from topology.mesh import AbstractMesh, MeshError
 
+from .blockmap import grain
 from .redistribute import Placement, check_pair, placement
 from .tensorlayout import TensorLayout
 
@@ -34,7 +36,7 @@ def exchange_counts(
     ``redistribute_between`` with the same arguments (the diagonal is copied locally)."""
     P = src_mesh.size
     to_comm, _ = comm_order(ranks, P)
-    splace, dplace = placements(src, src_mesh, dst, dst_mesh)
+    splace, dplace = placements(src, src_mesh, dst, dst_mesh, coarse=True)
     held = held_table(splace, P)
     out = np.zeros(P * P, np.int64)
     for sbase, sres, dbase, dres, count in _keys(src, splace, dplace):
@@ -67,7 +69,7 @@ def overlap_pairs(
     """:func:`overlap_counts` sparse: (s, d, count, needed), the nonzero entries of H (each
     pair once, sorted by s * P + d) and needed; no P x P array, for large P."""
     P = src_mesh.size
-    splace, dplace = placements(src, src_mesh, dst, dst_mesh)
+    splace, dplace = placements(src, src_mesh, dst, dst_mesh, coarse=True)
     pairs, counts = [], []
     needed = np.zeros(P, np.int64)
     for sbase, sres, dbase, dres, count in _keys(src, splace, dplace):
@@ -104,11 +106,19 @@ def comm_order(ranks: Sequence[int] | None, size: int) -> tuple[np.ndarray, np.n
 
 
 def placements(
-    src: TensorLayout, src_mesh: AbstractMesh, dst: TensorLayout, dst_mesh: AbstractMesh
+    src: TensorLayout,
+    src_mesh: AbstractMesh,
+    dst: TensorLayout,
+    dst_mesh: AbstractMesh,
+    coarse: bool = False,
 ) -> tuple[Placement, Placement]:
     """The source's placement (the pair checked: one logical shape, meshes of one size) and
-    the destination's."""
-    return check_pair(src, src_mesh, dst, dst_mesh), placement(dst, dst_mesh)
+    the destination's; ``coarse``: of every step-th index per dimension, steps that divide
+    both layouts' grains (blockmap.grain), so that the counts cost the same for any size."""
+    steps = None
+    if coarse and src.ndim == dst.ndim:  # else check_pair says why not
+        steps = tuple(math.gcd(grain(src, d), grain(dst, d)) for d in range(src.ndim))
+    return check_pair(src, src_mesh, dst, dst_mesh, steps), placement(dst, dst_mesh, steps)
 
 
 # -- who holds what --------------------------------------------------------------------------
@@ -154,15 +164,15 @@ def _unique_rows(parts: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np
     return keys.astype(np.int64), np.rint(counts).astype(np.int64)
 
 
-def _runs(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def _runs(columns: list[np.ndarray], weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(rows, lengths): the equal columns' values as (n, len(columns)) rows, run-length
-    encoded (layouts are blocks: a dimension of 65536 elements is a few hundred runs)."""
+    encoded, each run's length the sum of its entries' ``weights`` (layouts are blocks: a
+    dimension of 65536 elements is a few hundred runs)."""
     change = np.zeros(len(columns[0]) - 1, bool)
     for c in columns:
         change |= c[1:] != c[:-1]
     starts = np.concatenate(([0], np.flatnonzero(change) + 1))
-    lengths = np.diff(np.append(starts, len(columns[0])))
-    return np.stack([c[starts] for c in columns], axis=1), lengths
+    return np.stack([c[starts] for c in columns], axis=1), np.add.reduceat(weights, starts)
 
 
 def _keys(src: TensorLayout, splace: Placement, dplace: Placement):
@@ -171,9 +181,12 @@ def _keys(src: TensorLayout, splace: Placement, dplace: Placement):
     residue part, dst rank part, dst residue part) tuples, combined across dimensions."""
     per_dim = []
     for d, n in enumerate(src.logical_shape):
-        parts = [p[d][:n] for p in (splace.rank_part, splace.residue_part)]
-        parts += [p[d][:n] for p in (dplace.rank_part, dplace.residue_part)]
-        per_dim.append(_unique_rows(*_runs(parts)))
+        cut = splace.sampled(d, n)  # entries standing for `step` indices each, the last fewer
+        step = 1 if splace.steps is None else splace.steps[d]
+        weights = np.minimum(step, n - step * np.arange(cut, dtype=np.int64))
+        parts = [p[d][:cut] for p in (splace.rank_part, splace.residue_part)]
+        parts += [p[d][:cut] for p in (dplace.rank_part, dplace.residue_part)]
+        per_dim.append(_unique_rows(*_runs(parts, weights)))
     keys, counts = per_dim[-1]
     for k, c in reversed(per_dim[1:-1]):  # the inner dimensions, fully combined
         keys = (k[:, None, :] + keys[None, :, :]).reshape(-1, 4)

@@ -42,6 +42,7 @@ import re
 
 from topology.mesh import AbstractMesh, MeshError
 
+from .blockmap import grains
 from .parser import parse_layout
 from .redistribute import check_on_mesh, check_whole
 from .sbp import parse_sbp
@@ -193,4 +194,4 @@ def _check_explicit(
         hint = f" (pad it: ({shape[0]},{shape[1]})/{body})" if fits and not layout.is_padded else ""
         raise LayoutError(body, f"its shape is {size}, the matrix is {shape[0]}x{shape[1]}{hint}")
     check_on_mesh(layout, mesh)
-    check_whole(layout, mesh)
+    check_whole(layout, mesh, grains(layout))

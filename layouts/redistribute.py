@@ -61,9 +61,18 @@ class Placement:
     n_time: int
     primary: np.ndarray  # (n_time,): offset of the lowest holder, -1 where nobody holds
     holders: np.ndarray  # (n_time, K): offsets of every destination holder, -1 padding
+    # per dim: the parts' entry j is index j * step's (and its step - 1 successors')
+    steps: tuple[int, ...] | None = None
+
+    def sampled(self, d: int, n: int) -> int:
+        """How many entries of dimension d's parts cover its first ``n`` indices."""
+        step = 1 if self.steps is None else self.steps[d]
+        return -(-n // step)
 
     def locate(self, idx: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
         """(base rank, residue) of the Cartesian product of ``idx``, flattened in C order."""
+        if self.steps is not None and any(s != 1 for s in self.steps):
+            raise ValueError("a placement of every step-th index cannot locate indices")
         base = np.zeros((), np.int64)
         res = np.zeros((), np.int64)
         for d, ix in enumerate(idx):
@@ -85,13 +94,18 @@ class Placement:
 
 
 @lru_cache(maxsize=32)
-def placement(layout: TensorLayout, am: AbstractMesh) -> Placement:
-    """Where ``layout``'s elements live on ``am`` at step 0 (see :class:`Placement`)."""
+def placement(
+    layout: TensorLayout, am: AbstractMesh, steps: tuple[int, ...] | None = None
+) -> Placement:
+    """Where ``layout``'s elements live on ``am`` at step 0 (see :class:`Placement`); with
+    ``steps`` (each dividing the dimension's blockmap.grain), of every step-th index only."""
     strides, n_time = am.rank_strides, layout.time_size
     offset = dict(layout.rotation.offset) if layout.rotation is not None else {}
     rank_part, residue_part = [], []
-    for d, n in enumerate(layout.padded_shape):
-        contrib = level_contributions(layout, d)
+    for d in range(layout.ndim):
+        step = 1 if steps is None else steps[d]
+        contrib = level_contributions(layout, d, step)
+        n = layout.padded_shape[d] // step
         rank = np.zeros(n, np.int64)
         res = contrib.get(TIME, np.zeros(n, np.int64)).copy()
         for lv, vec in contrib.items():
@@ -130,10 +144,12 @@ def placement(layout: TensorLayout, am: AbstractMesh) -> Placement:
         row = np.add.outer(np.array(sol, np.int64), copies).ravel()
         holders[r, : row.size] = row
     primary = np.array([s[0] if s else -1 for s in solutions], np.int64)
-    return Placement(tuple(rank_part), tuple(residue_part), n_time, primary, holders)
+    return Placement(tuple(rank_part), tuple(residue_part), n_time, primary, holders, steps)
 
 
-def _check_source(src: TensorLayout, am: AbstractMesh) -> Placement:
+def _check_source(
+    src: TensorLayout, am: AbstractMesh, steps: tuple[int, ...] | None = None
+) -> Placement:
     """Validate a source layout on the mesh; return its placement."""
     check_on_mesh(src, am)
     if src.partial:
@@ -141,16 +157,19 @@ def _check_source(src: TensorLayout, am: AbstractMesh) -> Placement:
             str(src),
             "a partial-sum layout (P@[...]) must be reduced before it is redistributed or gathered",
         )
-    return check_whole(src, am)
+    return check_whole(src, am, steps)
 
 
-def check_whole(src: TensorLayout, am: AbstractMesh) -> Placement:
-    """Every logical element has a holder at step 0 on the mesh; return the placement."""
-    place = placement(src, am)
+def check_whole(
+    src: TensorLayout, am: AbstractMesh, steps: tuple[int, ...] | None = None
+) -> Placement:
+    """Every logical element has a holder at step 0 on the mesh; return the placement (of
+    every step-th index with ``steps``, as :func:`placement`)."""
+    place = placement(src, am, steps)
     # Residues the logical elements need (per-dim residue sets combined), each needs a holder.
     needed = np.zeros(1, np.int64)
     for d, n in enumerate(src.logical_shape):
-        part = np.unique(place.residue_part[d][:n])
+        part = np.unique(place.residue_part[d][: place.sampled(d, n)])
         needed = np.unique((needed[:, None] + part[None, :]) % place.n_time)
     if (place.primary[needed] < 0).any():
         raise LayoutError(
@@ -223,16 +242,21 @@ def _exchange(comm, vals, dest, flat, source, dtype) -> np.ndarray:
 
 
 def check_pair(
-    src: TensorLayout, src_mesh: AbstractMesh, dst: TensorLayout, dst_mesh: AbstractMesh
+    src: TensorLayout,
+    src_mesh: AbstractMesh,
+    dst: TensorLayout,
+    dst_mesh: AbstractMesh,
+    steps: tuple[int, ...] | None = None,
 ) -> Placement:
     """Validate moving ``src`` (on src_mesh) into ``dst`` (on dst_mesh); return the source's
-    placement. Both meshes cover the same ranks and both layouts the same logical tensor."""
+    placement (with ``steps``, as :func:`placement`). Both meshes cover the same ranks and both
+    layouts the same logical tensor."""
     if src_mesh.size != dst_mesh.size:
         raise MeshError(
             f"source mesh {src_mesh} has {src_mesh.size} ranks, destination mesh "
             f"{dst_mesh} has {dst_mesh.size}: they must be the same ranks"
         )
-    splace = _check_source(src, src_mesh)
+    splace = _check_source(src, src_mesh, steps)
     check_on_mesh(dst, dst_mesh)
     if tuple(src.logical_shape) != tuple(dst.logical_shape):
         raise LayoutError(

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from layouts import LayoutError, parse_layout
-from layouts.blockmap import held_indices
-from layouts.counting import exchange_counts, overlap_counts
+from layouts.blockmap import grains, held_indices
+from layouts.counting import exchange_counts, overlap_counts, placements
 from layouts.named import user_layout
 from topology import AbstractMesh, MeshError
 
@@ -87,8 +87,9 @@ def test_counts_match_brute_force(ranks):
 
 
 @pytest.mark.parametrize("P", [1, 2, 3, 5, 6])
-def test_counts_other_sizes(P):
-    shape = (11, 5)
+@pytest.mark.parametrize("shape", [(11, 5), (46, 20)])
+def test_counts_other_sizes(P, shape):
+    # (46, 20): grains of 2-23 indices, counted once per step that divides both layouts'
     names = ["rows", "cols", "block", "block-cyclic:2", "block-cyclic:3"]
     for a, b in itertools.product(names, names):
         s, sm = user_layout(a, shape, P)
@@ -96,7 +97,7 @@ def test_counts_other_sizes(P):
         want, _, _ = brute(s, sm, d, dm)
         got = exchange_counts(s, sm, d, dm)
         assert np.array_equal(got, want), (a, b, P)
-        assert got.sum() == 11 * 5
+        assert got.sum() == shape[0] * shape[1]
 
 
 def test_counts_big_without_enumerating():
@@ -105,6 +106,21 @@ def test_counts_big_without_enumerating():
     d, dm = user_layout("rows", (65536, 65536), 256)
     c = exchange_counts(s, sm, d, dm)
     assert c.sum() == 65536**2 and np.all(c.sum(axis=0) == 65536**2 // 256)
+
+
+def test_counting_samples_one_index_per_grain():
+    # the vectors counting works on hold one entry per grain, not per index: a 2^20-square
+    # matrix costs what a small one does
+    n = 1 << 20
+    s, sm = user_layout("block", (n, n), 8)
+    d, dm = user_layout("block-cyclic:4096", (n, n), 8)
+    assert grains(s) == (n // 2, n // 4) and grains(d) == (4096, 4096)
+    splace, dplace = placements(s, sm, d, dm, coarse=True)
+    assert [len(p) for p in splace.rank_part + dplace.rank_part] == [n // 4096] * 4
+    H, needed = overlap_counts(s, sm, d, dm)
+    assert H.sum() == needed.sum() == n * n and (needed == n * n // 8).all()
+    with pytest.raises(ValueError, match="cannot locate"):
+        splace.locate((np.arange(2), np.arange(2)))
 
 
 def test_bad_inputs():

@@ -135,5 +135,7 @@ def test_predict_and_plan_memory_do_not_grow_with_the_shape(profile_file):
         _peak_rss_of(
             "plan", "--shape", "65536,65536,65536", "--P", "64", "--profile", str(profile_file)
         ),
+        # from block layouts (the default): the redistributions are counted per grain
+        _peak_rss_of("plan", "--shape", big, "--P", "64", "--profile", str(profile_file)),
     )
     assert rss < 400 << 20

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from layouts.blockmap import grains
 from layouts.endpoints import Move
 from layouts.redistribute import placement
 
@@ -106,7 +107,7 @@ def overlap_bound(
             short = np.maximum(wanted - most, 0.0)
             receive += short
             need += wanted
-            if placement(m.src, m.src_mesh).holders.shape[1] == 1:
+            if placement(m.src, m.src_mesh, grains(m.src)).holders.shape[1] == 1:
                 total, targets, most = _side(s, count, P)
                 send += total - most
                 held += total

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from layouts.blockmap import grains
 from layouts.counting import exchange_counts, overlap_pairs, summed_pairs
 from layouts.endpoints import Move, UserLayout, move_counts, moves, relabelling
 from layouts.redistribute import placement
@@ -203,7 +204,7 @@ def price_moves(
     counts: dict = {True: [], False: []}
     words = 0
     for m, (s, d, c, _) in zip(all_moves, overlaps, strict=True):
-        if placement(m.src, m.src_mesh).holders.shape[1] == 1:
+        if placement(m.src, m.src_mesh, grains(m.src)).holders.shape[1] == 1:
             src, dst = (s, pi[d]) if m.into else (pi[s], d)
         else:  # replicated sources choose among holders: the house's exact counts
             dense = move_counts(m, ranks)
