@@ -194,6 +194,7 @@ def main(args) -> int:
             "memory_per_rank": args.memory_per_rank,
             "planning_seconds": elapsed,
             "pruned": cands.pruned,
+            "uncountable": cands.uncountable,
             "candidates": [c.record(shape, P, args.dtype, args.topology) for c in cands],
             "pareto": [i for i, c in enumerate(cands) if c.pareto],
             "recommended": best.record(shape, P, args.dtype, args.topology),
@@ -222,13 +223,19 @@ def main(args) -> int:
         if cands.pruned
         else ""
     )
+    if cands.uncountable:
+        pruned += (
+            f" ({cands.uncountable} left out: their moves pair too many ranks to count, "
+            "layouts.endpoints.MAX_PAIRS)"
+        )
     by = (
         f"end-to-end time from layouts {label(users)}"
         if label(users) != "native"
         else "kernel time (native layouts)"
     )
+    priced = len(cands) + cands.pruned + cands.uncountable
     print(
-        f"{len(cands) + cands.pruned} candidates priced in {elapsed * 1e3:.0f} ms{pruned}; the "
+        f"{priced} candidates priced in {elapsed * 1e3:.0f} ms{pruned}; the "
         f"best {min(top, len(cands))} by predicted {by} (* = on the time/memory Pareto front):"
     )
     print(candidate_table(cands[:top]))

@@ -13,9 +13,12 @@ same native layouts and mesh (overlap, panel and pace variants).
 
 from __future__ import annotations
 
-from layouts.counting import overlap_pairs
+import math
 
-from .model import Profile, plan_moves, price_moves
+from layouts.endpoints import move_overlaps
+from layouts.tensorlayout import LayoutError
+
+from .model import MovePrice, Profile, plan_moves, price_moves
 from .model.bound import words_bound
 from .model.move_bound import overlap_bound, shape_bound
 
@@ -40,6 +43,7 @@ class Redistributions:
         self.specs = {n: u.spec for n, u in users.items()}
         self.prices: dict = {}
         self.overlaps: dict = {}  # key -> (moves, their overlaps, the bound), until priced
+        self.refused = ""  # why some moves could not be counted (too many rank pairs)
 
     def _args(self, P: int) -> tuple:
         return (P, self.profile, self.itemsize, self.rpn)
@@ -48,6 +52,9 @@ class Redistributions:
         key = (*_key(plan), _start(binding))
         if key not in self.prices:
             all_moves, overlaps, _ = self._overlaps(plan)
+            if overlaps is None:  # too many pairs to count: ranked after every other
+                self.prices[key] = MovePrice(math.inf, 0.0, 0, None, 0)
+                return self.prices[key]
             placed = None if key[-1] is None else binding.tree_ranks(plan.mesh, self.tree)
             self.prices[key] = price_moves(
                 all_moves,
@@ -66,6 +73,11 @@ class Redistributions:
     def seconds(self, plan, binding=None) -> float:
         return self.price(plan, binding).seconds
 
+    def uncountable(self, plan) -> bool:
+        """Whether ``plan``'s moves were found to pair too many ranks to count."""
+        found = self.overlaps.get(_key(plan))
+        return found is not None and found[1] is None
+
     def lower_bound(self, plan) -> float:
         """From the shapes alone (bench/model/move_bound.py)."""
         return shape_bound(plan_moves(self.users, plan), *self._args(plan.P), self.links)
@@ -82,7 +94,12 @@ class Redistributions:
         key = _key(plan)
         if key not in self.overlaps:
             all_moves = plan_moves(self.users, plan)
-            overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
+            try:
+                overlaps = move_overlaps(all_moves)
+            except LayoutError as err:
+                self.refused = self.refused or str(err)
+                self.overlaps[key] = (all_moves, None, math.inf)
+                return self.overlaps[key]
             bound = overlap_bound(all_moves, overlaps, *self._args(plan.P), self.links)
             self.overlaps[key] = (all_moves, overlaps, bound)
         return self.overlaps[key]
@@ -112,4 +129,20 @@ def set_words(cands: list, shape, P: int, itemsize: int) -> None:
         c.bound = words_bound(shape, P, c.memory / itemsize)
 
 
-__all__ = ["Redistributions", "set_words"]
+class Ranking(list):
+    """Candidates by predicted time; ``pruned`` counts those left out (see candidates),
+    ``uncountable`` those whose moves pair too many ranks to count (layouts.endpoints)."""
+
+    pruned: int = 0
+    uncountable: int = 0
+
+
+def mark_pareto(cands: list) -> None:
+    """Mark the candidates no other beats in both predicted time and memory (sorted by time)."""
+    best_mem = math.inf
+    for c in cands:  # sorted by (seconds, memory): non-dominated iff memory drops below all so far
+        c.pareto = c.memory < best_mem
+        best_mem = min(best_mem, c.memory)
+
+
+__all__ = ["Ranking", "Redistributions", "mark_pareto", "set_words"]

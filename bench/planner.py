@@ -18,7 +18,7 @@ from algorithms.plan import PlanError
 from .errors import UsageError
 from .launch import Launcher, run_argv, shell_command
 from .model import Job, Profile, price, redistribution_seconds, search
-from .plan_ranking import Redistributions, set_words
+from .plan_ranking import Ranking, Redistributions, mark_pareto, set_words
 from .units import format_bytes
 
 
@@ -142,7 +142,7 @@ def candidates(
     tree = links = None
     if topology != "mesh":
         from topology.links import LinkModel
-        from topology.tree import parse_topology
+        from topology.tree import bindings, parse_topology
 
         tree = parse_topology(topology)
         if tree.size != P:
@@ -179,13 +179,7 @@ def candidates(
                 continue
             for plan in (on, replace(on, overlap=False)):
                 mem = algorithm.memory(plan, npdt.itemsize)
-                if tree is None:
-                    binds = [None]
-                else:
-                    from topology.tree import bindings
-
-                    binds = bindings(plan.mesh, tree)
-                for b in binds:
+                for b in [None] if tree is None else bindings(plan.mesh, tree):
                     cands.append(Candidate(algo, opts, plan.overlap, plan, b, memory=mem))
                     run = partial(
                         price,
@@ -208,6 +202,9 @@ def candidates(
                         jobs.append(Job(run, mem))
     out = Ranking()
     for c, priced in zip(cands, search(jobs, keep), strict=True):
+        if moves is not None and moves.uncountable(c.plan):
+            out.uncountable += 1
+            continue
         if priced is None:
             out.pruned += 1
             continue
@@ -217,24 +214,12 @@ def candidates(
         if moves is not None:
             moves.describe(c)
         out.append(c)
+    if not out and moves is not None and moves.refused:
+        raise UsageError(f"no candidate can be priced end to end: {moves.refused}")
     set_words(out, shape, P, npdt.itemsize)
     out.sort(key=lambda c: (c.seconds, c.memory))
     mark_pareto(out)
     return out
-
-
-class Ranking(list):
-    """Candidates by predicted time; ``pruned`` counts those left out (see candidates)."""
-
-    pruned: int = 0
-
-
-def mark_pareto(cands: list[Candidate]) -> None:
-    """Mark the candidates no other beats in both predicted time and memory (sorted by time)."""
-    best_mem = math.inf
-    for c in cands:  # sorted by (seconds, memory): non-dominated iff memory drops below all so far
-        c.pareto = c.memory < best_mem
-        best_mem = min(best_mem, c.memory)
 
 
 def recommend(cands: list[Candidate], budget: int | None) -> Candidate:

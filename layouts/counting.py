@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -36,10 +37,10 @@ def exchange_counts(
     ``redistribute_between`` with the same arguments (the diagonal is copied locally)."""
     P = src_mesh.size
     to_comm, _ = comm_order(ranks, P)
-    splace, dplace = placements(src, src_mesh, dst, dst_mesh, coarse=True)
+    splace, dplace, per_dim = _counting(src, src_mesh, dst, dst_mesh)
     held = held_table(splace, P)
     out = np.zeros(P * P, np.int64)
-    for sbase, sres, dbase, dres, count in _keys(src, splace, dplace):
+    for sbase, sres, dbase, dres, count in _keys(per_dim, splace, dplace):
         dh = dplace.holders[dres]
         real = dh >= 0
         t = to_comm[np.where(real, dbase[:, None] + dh, 0)]
@@ -69,10 +70,10 @@ def overlap_pairs(
     """:func:`overlap_counts` sparse: (s, d, count, needed), the nonzero entries of H (each
     pair once, sorted by s * P + d) and needed; no P x P array, for large P."""
     P = src_mesh.size
-    splace, dplace = placements(src, src_mesh, dst, dst_mesh, coarse=True)
+    splace, dplace, per_dim = _counting(src, src_mesh, dst, dst_mesh)
     pairs, counts = [], []
     needed = np.zeros(P, np.int64)
-    for sbase, sres, dbase, dres, count in _keys(src, splace, dplace):
+    for sbase, sres, dbase, dres, count in _keys(per_dim, splace, dplace):
         sh, dh = splace.holders[sres], dplace.holders[dres]
         d = dbase[:, None] + dh
         w = np.broadcast_to(count[:, None], d.shape)
@@ -175,10 +176,30 @@ def _runs(columns: list[np.ndarray], weights: np.ndarray) -> tuple[np.ndarray, n
     return np.stack([c[starts] for c in columns], axis=1), np.add.reduceat(weights, starts)
 
 
-def _keys(src: TensorLayout, splace: Placement, dplace: Placement):
-    """Yield (src base rank, src residue, dst base rank, dst residue, element count) arrays
-    over the logical elements, grouped: per dimension the distinct (src rank part, src
-    residue part, dst rank part, dst residue part) tuples, combined across dimensions."""
+def pair_bound(
+    src: TensorLayout, src_mesh: AbstractMesh, dst: TensorLayout, dst_mesh: AbstractMesh
+) -> int:
+    """At most how many (source rank, destination rank) entries :func:`overlap_pairs` makes
+    before summing them (its memory): the per-dimension keys' combinations times the holders
+    of each, found without making any."""
+    splace, dplace, per_dim = _counting(src, src_mesh, dst, dst_mesh)
+    combinations = math.prod(len(keys) for keys, _ in per_dim)
+    return combinations * splace.holders.shape[1] * dplace.holders.shape[1]
+
+
+@lru_cache(maxsize=8)
+def _counting(
+    src: TensorLayout, src_mesh: AbstractMesh, dst: TensorLayout, dst_mesh: AbstractMesh
+) -> tuple[Placement, Placement, list]:
+    """The coarse placements (:func:`placements`) and :func:`_per_dim`'s rows of a move, kept
+    for the next few calls (a move's pairs are bounded, then counted)."""
+    splace, dplace = placements(src, src_mesh, dst, dst_mesh, coarse=True)
+    return splace, dplace, _per_dim(src, splace, dplace)
+
+
+def _per_dim(src: TensorLayout, splace: Placement, dplace: Placement) -> list:
+    """Per dimension the distinct (src rank part, src residue part, dst rank part, dst residue
+    part) rows and the elements of each."""
     per_dim = []
     for d, n in enumerate(src.logical_shape):
         cut = splace.sampled(d, n)  # entries standing for `step` indices each, the last fewer
@@ -187,6 +208,12 @@ def _keys(src: TensorLayout, splace: Placement, dplace: Placement):
         parts = [p[d][:cut] for p in (splace.rank_part, splace.residue_part)]
         parts += [p[d][:cut] for p in (dplace.rank_part, dplace.residue_part)]
         per_dim.append(_unique_rows(*_runs(parts, weights)))
+    return per_dim
+
+
+def _keys(per_dim: list, splace: Placement, dplace: Placement):
+    """Yield (src base rank, src residue, dst base rank, dst residue, element count) arrays
+    over the logical elements, grouped: :func:`_per_dim`'s rows combined across dimensions."""
     keys, counts = per_dim[-1]
     for k, c in reversed(per_dim[1:-1]):  # the inner dimensions, fully combined
         keys = (k[:, None, :] + keys[None, :, :]).reshape(-1, 4)
@@ -202,6 +229,7 @@ def _keys(src: TensorLayout, splace: Placement, dplace: Placement):
 
 
 __all__ = [
+    "pair_bound",
     "comm_order",
     "exchange_counts",
     "held_table",

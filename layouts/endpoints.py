@@ -17,10 +17,10 @@ import numpy as np
 
 from topology.mesh import AbstractMesh
 
-from .counting import exchange_counts, overlap_pairs
+from .counting import exchange_counts, overlap_pairs, pair_bound
 from .named import user_layout
 from .relabel import Relabelling, relabel_pairs
-from .tensorlayout import TensorLayout
+from .tensorlayout import LayoutError, TensorLayout
 
 NATIVE = "native"
 MATRICES = {"A": (0, 1), "B": (1, 2), "C": (0, 2)}  # the dimensions of (M, K, N) each spans
@@ -65,8 +65,6 @@ def user_layouts(
     MeshError with one line naming the matrix."""
     from topology.mesh import MeshError
 
-    from .tensorlayout import LayoutError
-
     out = {}
     for name, dims in MATRICES.items():
         spec = (specs.get(name) or NATIVE).strip()
@@ -98,6 +96,31 @@ def moves(users: Mapping[str, UserLayout], native: Mapping[str, tuple]) -> list[
     return out
 
 
+# the most (source, destination) entries the overlaps of one set of moves may hold before
+# they are summed: counting and relabelling take about 130 bytes and 0.2 us each (8 million:
+# about 1 GB and 2 s). Beyond that, every rank's part overlaps thousands of others': a whole
+# MN-Core board's A copied to every PE is 68 million (4 GB and 25 s to plan), block-cyclic:64
+# into summa's blocks at P = 8192 and 2^20-square matrices 201 million (killed at 17 GB)
+MAX_PAIRS = 1 << 23
+
+
+def move_overlaps(all_moves: Sequence[Move]) -> list[tuple]:
+    """Each move's layouts.counting.overlap_pairs, refused (LayoutError, one line) where
+    together they would hold more than MAX_PAIRS entries (every rank's part overlapping most
+    others' at thousands of ranks), before any is made."""
+    bounds = [pair_bound(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
+    if sum(bounds) > MAX_PAIRS:
+        m = all_moves[max(range(len(bounds)), key=bounds.__getitem__)]
+        raise LayoutError(
+            f"{m.matrix} {m.src} -> {m.dst}",
+            f"at P = {m.src_mesh.size} these moves pair up to {sum(bounds) / 1e6:.0f} million "
+            f"(source, destination) rank parts, more than the {MAX_PAIRS / 1e6:.0f} million "
+            "distmm counts: each rank's part overlaps most others' (choose layouts closer to "
+            "the algorithm's, or fewer ranks)",
+        )
+    return [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
+
+
 def relabelling(
     all_moves: Sequence[Move],
     P: int,
@@ -118,7 +141,7 @@ def relabelling(
     if not all_moves:
         return Relabelling(tuple(start.tolist()), 0, 0)
     if overlaps is None:
-        overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
+        overlaps = move_overlaps(all_moves)
     jobs, natives, kept = [], [], []
     for m, (s, d, count, _) in zip(all_moves, overlaps, strict=True):
         jobs.append(s if m.into else d)  # out: s is the native rank, d the user's
@@ -154,6 +177,7 @@ def label(users: Mapping[str, UserLayout]) -> str:
 
 __all__ = [
     "INPUTS",
+    "MAX_PAIRS",
     "MATRICES",
     "NATIVE",
     "OUTPUTS",
@@ -161,6 +185,7 @@ __all__ = [
     "UserLayout",
     "label",
     "move_counts",
+    "move_overlaps",
     "moves",
     "relabelling",
     "user_layouts",

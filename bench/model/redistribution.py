@@ -15,8 +15,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from layouts.blockmap import grains
-from layouts.counting import exchange_counts, overlap_pairs, summed_pairs
-from layouts.endpoints import Move, UserLayout, move_counts, moves, relabelling
+from layouts.counting import exchange_counts, summed_pairs
+from layouts.endpoints import (
+    Move,
+    UserLayout,
+    move_counts,
+    move_overlaps,
+    moves,
+    relabelling,
+)
 from layouts.redistribute import placement
 from layouts.tensorlayout import TensorLayout
 from topology.hierarchy import subtrees_of
@@ -192,7 +199,7 @@ def price_moves(
         return MovePrice(0.0, 0.0, 0, None, 0)
     barrier = phase_barrier(P, profile, ranks_per_node, links)
     if overlaps is None:
-        overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
+        overlaps = move_overlaps(all_moves)
     found = None
     if relabel:
         hierarchy = tree if tree is not None else None if links is None else links.tree

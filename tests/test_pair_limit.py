@@ -1,0 +1,70 @@
+"""The redistribution counting's limit (layouts.endpoints.MAX_PAIRS): moves whose rank pairs
+would take more memory than a node has are refused with one line before any is made; the
+planner leaves such candidates out and says so (serial, no MPI)."""
+
+from __future__ import annotations
+
+import pytest
+
+import layouts.endpoints as endpoints
+from algorithms import get
+from bench.errors import UsageError
+from bench.model import Profile, plan_moves
+from bench.planner import candidates
+from layouts.counting import overlap_pairs, pair_bound
+from layouts.endpoints import move_overlaps, user_layouts
+from layouts.tensorlayout import LayoutError
+
+SHAPE = (96, 64, 80)
+
+
+def _moves(algo: str, layouts: str, P: int):
+    plan = get(algo).plan(SHAPE, P)
+    users = user_layouts(dict.fromkeys("ABC", layouts), SHAPE, P)
+    return plan_moves(users, plan)
+
+
+@pytest.mark.parametrize(
+    "algo,layouts,P",
+    [("summa", "block-cyclic:4", 4), ("t10", "cols", 6), ("tesseract", "rows", 8)],
+)
+def test_pair_bound_holds_every_entry(algo, layouts, P):
+    for m in _moves(algo, layouts, P):
+        s, _, count, _ = overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh)
+        assert s.size <= pair_bound(m.src, m.src_mesh, m.dst, m.dst_mesh)
+        assert count.sum() > 0
+
+
+def test_moves_beyond_the_limit_are_refused_in_one_line(monkeypatch):
+    moves = _moves("summa", "block-cyclic:4", 4)
+    bound = sum(pair_bound(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in moves)
+    assert len(move_overlaps(moves)) == 3
+    monkeypatch.setattr(endpoints, "MAX_PAIRS", bound - 1)
+    with pytest.raises(LayoutError, match="more than the .* distmm counts") as err:
+        move_overlaps(moves)
+    assert "\n" not in str(err.value) and f"{bound / 1e6:.0f} million" in str(err.value)
+    with pytest.raises(LayoutError, match="pair up to"):  # the run's relabelling too
+        endpoints.relabelling(moves, 4)
+
+
+def test_the_planner_leaves_uncountable_candidates_out(monkeypatch, profile_file):
+    profile = Profile.load(profile_file)
+    users = user_layouts(dict.fromkeys("ABC", "block-cyclic:4"), SHAPE, 4)
+    everything = candidates(SHAPE, 4, profile, users=users)
+    assert everything.uncountable == 0
+    bounds = sorted(
+        {
+            sum(pair_bound(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in plan_moves(users, c.plan))
+            for c in everything
+        }
+    )
+    assert len(bounds) > 1  # a limit between them leaves some candidates in, some out
+    monkeypatch.setattr(endpoints, "MAX_PAIRS", bounds[0])
+    some = candidates(SHAPE, 4, profile, users=users)
+    assert some and some.uncountable == len(everything) - len(some)
+    for c in some:
+        moves = plan_moves(users, c.plan)
+        assert sum(pair_bound(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in moves) <= bounds[0]
+    monkeypatch.setattr(endpoints, "MAX_PAIRS", 0)
+    with pytest.raises(UsageError, match="no candidate can be priced end to end"):
+        candidates(SHAPE, 4, profile, users=users)
