@@ -113,10 +113,10 @@ def move_overlaps(all_moves: Sequence[Move]) -> list[tuple]:
         m = all_moves[max(range(len(bounds)), key=bounds.__getitem__)]
         raise LayoutError(
             f"{m.matrix} {m.src} -> {m.dst}",
-            f"at P = {m.src_mesh.size} these moves pair up to {sum(bounds) / 1e6:.0f} million "
-            f"(source, destination) rank parts, more than the {MAX_PAIRS / 1e6:.0f} million "
-            "distmm counts: each rank's part overlaps most others' (choose layouts closer to "
-            "the algorithm's, or fewer ranks)",
+            f"at P = {m.src_mesh.size} these moves pair up to {sum(bounds):,} (source, "
+            f"destination) rank parts, more than the {MAX_PAIRS:,} distmm counts: each rank's "
+            "part overlaps most others' (choose layouts closer to the algorithm's, or fewer "
+            "ranks)",
         )
     return [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
 

@@ -42,7 +42,7 @@ def test_moves_beyond_the_limit_are_refused_in_one_line(monkeypatch):
     monkeypatch.setattr(endpoints, "MAX_PAIRS", bound - 1)
     with pytest.raises(LayoutError, match="more than the .* distmm counts") as err:
         move_overlaps(moves)
-    assert "\n" not in str(err.value) and f"{bound / 1e6:.0f} million" in str(err.value)
+    assert "\n" not in str(err.value) and f"pair up to {bound:,} " in str(err.value)
     with pytest.raises(LayoutError, match="pair up to"):  # the run's relabelling too
         endpoints.relabelling(moves, 4)
 
