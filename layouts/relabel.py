@@ -218,11 +218,11 @@ def _heaviest(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:
 def _by_levels(job, native, weight, P: int, most, top) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_heaviest` above _EXACT_PAIRS pairs, where an exact matching takes 0.1-0.6 s
     (P = 8192): the native ranks needing most first (by their heaviest overlap ``most``, in at
-    most _LEVELS groups), each on a free rank it overlaps most (a maximal matching of those
-    ties, :func:`_greedy_matching`: Hopcroft-Karp's maximum one took 0.3 s on 190 000 ties
-    that cannot all be matched), then those left out matched exactly on the ranks left free.
-    Not optimal: on the eleven relabellings of `distmm plan --shape 8192,8192,8192 --P 8192`
-    it moves at most 0.33% more bytes than the optimum (0.19% with Hopcroft-Karp)."""
+    most _LEVELS groups), each on a free rank it overlaps most (a maximum matching of those
+    ties, :func:`_max_matching`), then those left out matched exactly on the ranks left free.
+    Not optimal: on the eight relabellings of `distmm plan --shape 8192,8192,8192 --P 8192`
+    it moves at most 0.14% more bytes than the optimum (a maximal matching of the ties, before
+    Hopcroft-Karp ran on spread ranks: 0.33%)."""
     at = np.full(P, -1, np.int64)  # native rank -> job rank
     free = np.ones(P, bool)
     tie_job, tie_native = job[top], native[top]
@@ -230,7 +230,7 @@ def _by_levels(job, native, weight, P: int, most, top) -> tuple[np.ndarray, np.n
     levels = np.unique(need)[::-1]
     for group in np.array_split(levels, min(_LEVELS, levels.size)):
         ties = (need >= group[-1]) & (need <= group[0]) & free[tie_job]
-        matched = _greedy_matching(tie_native[ties], tie_job[ties], P)
+        matched = _max_matching(tie_native[ties], tie_job[ties], P)
         hit = np.flatnonzero(matched >= 0)
         at[hit] = matched[hit]
         free[matched[hit]] = False
@@ -239,27 +239,6 @@ def _by_levels(job, native, weight, P: int, most, top) -> tuple[np.ndarray, np.n
     rest = rest[_top(native[rest], weight[rest], P)]
     more_job, more_native = _matching(job[rest], native[rest], weight[rest])
     return np.concatenate([at[held], more_job]), np.concatenate([held, more_native])
-
-
-def _greedy_matching(rows, cols, P: int) -> np.ndarray:
-    """out[r]: the column row r is matched to (-1: none) in a maximal matching of the pairs
-    (rows[i], cols[i]): in rounds, every unmatched row proposes its first pair to a free
-    column, and each column takes the first row proposing."""
-    order = np.argsort(rows, kind="stable")
-    rows, cols = rows[order], cols[order]
-    out = np.full(P, -1, np.int64)
-    taken = np.zeros(P, bool)
-    alive = np.ones(rows.size, bool)
-    while True:
-        alive &= (out[rows] < 0) & ~taken[cols]
-        live = np.flatnonzero(alive)
-        if live.size == 0:
-            return out
-        first = live[np.r_[True, rows[live[1:]] != rows[live[:-1]]]]  # each row's first
-        by_col = first[np.argsort(cols[first], kind="stable")]
-        won = by_col[np.r_[True, cols[by_col[1:]] != cols[by_col[:-1]]]]
-        out[rows[won]] = cols[won]
-        taken[cols[won]] = True
 
 
 def _max_matching(rows, cols, P: int) -> np.ndarray:

@@ -191,21 +191,24 @@ def test_matching_on_few_of_many_ranks_is_a_maximum_weight_matching():
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_greedy_matching_is_a_maximal_matching(seed):
-    """layouts.relabel._greedy_matching: each row on one of its own columns, no column twice,
-    and no pair left with both ends free (maximal); on random pairs, some rows over few
-    columns, so some rows must stay unmatched."""
-    from layouts.relabel import _greedy_matching
+@pytest.mark.parametrize("P", [1, 40, 64])
+def test_max_matching_on_spread_ranks_is_a_maximum_matching(seed, P):
+    """layouts.relabel._max_matching (Hopcroft-Karp on the ranks spread by _spread): each row
+    on one of its own columns, no column twice, as many as scipy's matching in rank order; on
+    random pairs, some rows over few columns, so some rows must stay unmatched."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
 
+    from layouts.relabel import _max_matching, _spread
+
+    assert sorted(_spread(P).tolist()) == list(range(P))
     rng = np.random.default_rng(seed)
-    P = 40
     rows = rng.integers(0, P, 300)
-    cols = rng.integers(0, 12, 300) * 3  # 12 columns for 40 rows
-    out = _greedy_matching(rows, cols, P)
+    cols = rng.integers(0, -(-P // 3), 300) * 3 % P  # a third of the columns
+    out = _max_matching(rows, cols, P)
     matched = np.flatnonzero(out >= 0)
     pairs = set(zip(rows.tolist(), cols.tolist(), strict=True))
     assert all((int(r), int(out[r])) in pairs for r in matched)
     assert np.unique(out[matched]).size == matched.size
-    taken = set(out[matched].tolist())
-    assert all(out[r] >= 0 or c in taken for r, c in pairs)
-    assert 0 < matched.size <= 12
+    graph = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(P, P)).tocsr()
+    assert matched.size == (maximum_bipartite_matching(graph, perm_type="column") >= 0).sum()
