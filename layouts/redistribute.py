@@ -123,12 +123,7 @@ def placement(
         r = sum(offset[lv] * c for lv, c in zip(free, combo, strict=True)) % n_time
         solutions[r].append(sum(strides[lv] * c for lv, c in zip(free, combo, strict=True)))
     # A window of W chunks: a device whose head is residue r - w (0 <= w < W) holds residue r.
-    window = layout.window
-    if window > 1:
-        solutions = [
-            sorted({o for w in range(window) for o in solutions[(r - w) % n_time]})
-            for r in range(n_time)
-        ]
+    offsets = _windowed(solutions, min(layout.window, n_time))
     # Replicated levels: every coordinate holds a copy (P@ levels: coordinate 0 only).
     repl = layout.replicated_levels(am.names)
     copies = np.array(
@@ -138,13 +133,34 @@ def placement(
         ],
         np.int64,
     )
-    width = max(len(s) for s in solutions) * copies.size
-    holders = np.full((n_time, width), -1, np.int64)
-    for r, sol in enumerate(solutions):
-        row = np.add.outer(np.array(sol, np.int64), copies).ravel()
-        holders[r, : row.size] = row
-    primary = np.array([s[0] if s else -1 for s in solutions], np.int64)
+    real = (offsets >= 0)[:, :, None]
+    holders = np.where(real, offsets[:, :, None] + copies, -1).reshape(n_time, -1)
+    primary = offsets[:, 0] if offsets.shape[1] else np.full(n_time, -1, np.int64)
     return Placement(tuple(rank_part), tuple(residue_part), n_time, primary, holders, steps)
+
+
+def _windowed(solutions: list[list[int]], window: int) -> np.ndarray:
+    """(n_time, K) offsets holding each residue r, -1 padded: those solving residues r - w
+    (0 <= w < window), sorted (each offset solves one residue). Where every residue has as
+    many, gathered as one array; else spread from the residues that have any (t10's B on a
+    whole board, F_op 1x1x8192, is one offset in a window of all 8192 chunks: 7 s when every
+    residue looked at every chunk of its window)."""
+    n = len(solutions)
+    k = len(solutions[0])
+    if k and all(len(s) == k for s in solutions):
+        table = np.array(solutions, np.int64)
+        back = (np.arange(n)[:, None] - np.arange(window)[None, :]) % n
+        return np.sort(table[back].reshape(n, window * k), axis=1)
+    if window > 1:  # from the residues that have offsets only (often one: 7 s by every pair)
+        held: list[set] = [set() for _ in range(n)]
+        for r, sol in enumerate(solutions):
+            for w in range(window) if sol else ():
+                held[(r + w) % n].update(sol)
+        solutions = [sorted(h) for h in held]
+    out = np.full((n, max(len(s) for s in solutions)), -1, np.int64)
+    for r, sol in enumerate(solutions):
+        out[r, : len(sol)] = sol
+    return out
 
 
 def _check_source(

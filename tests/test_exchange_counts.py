@@ -123,6 +123,29 @@ def test_counting_samples_one_index_per_grain():
         splace.locate((np.arange(2), np.arange(2)))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_windowed_offsets_match_their_definition(seed):
+    # layouts.redistribute._windowed: residue r is held by the offsets solving r - w for
+    # 0 <= w < window, sorted, -1 padded; every residue with as many offsets (one array) or not
+    from layouts.redistribute import _windowed
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 9))
+    uniform = seed % 2 == 0
+    sizes = [2] * n if uniform else rng.integers(0, 3, n)
+    perm = rng.permutation(100)
+    solutions, k = [], 0
+    for size in sizes:
+        solutions.append(sorted(perm[k : k + size].tolist()))  # each offset in one residue
+        k += size
+    for window in range(1, n + 1):
+        got = _windowed(solutions, window)
+        for r in range(n):
+            want = sorted({o for w in range(window) for o in solutions[(r - w) % n]})
+            row = got[r][got[r] >= 0].tolist()
+            assert row == want and (got[r][len(want) :] == -1).all(), (seed, window, r)
+
+
 def test_bad_inputs():
     s, sm = user_layout("block", (8, 8), 4)
     d, dm = user_layout("rows", (8, 8), 2)
