@@ -151,7 +151,7 @@ def _windowed(solutions: list[list[int]], window: int) -> np.ndarray:
         table = np.array(solutions, np.int64)
         back = (np.arange(n)[:, None] - np.arange(window)[None, :]) % n
         return np.sort(table[back].reshape(n, window * k), axis=1)
-    if window > 1:  # from the residues that have offsets only (often one: 7 s by every pair)
+    if window > 1:  # spread from the residues that have offsets
         held: list[set] = [set() for _ in range(n)]
         for r, sol in enumerate(solutions):
             for w in range(window) if sol else ():
