@@ -25,7 +25,7 @@ import numpy as np
 
 from topology.mesh import AbstractMesh, Mesh, MeshError
 
-from .blockmap import held_indices, level_contributions
+from .blockmap import grains, held_indices, level_contributions
 from .tensorlayout import TIME, LayoutError, TensorLayout
 
 
@@ -137,6 +137,12 @@ def placement(
     holders = np.where(real, offsets[:, :, None] + copies, -1).reshape(n_time, -1)
     primary = offsets[:, 0] if offsets.shape[1] else np.full(n_time, -1, np.int64)
     return Placement(tuple(rank_part), tuple(residue_part), n_time, primary, holders, steps)
+
+
+def one_holder(layout: TensorLayout, am: AbstractMesh) -> bool:
+    """Whether every element of ``layout`` on ``am`` has a single holder at step 0 (no
+    replicated or windowed copies): a move from it sends exactly its overlaps."""
+    return placement(layout, am, grains(layout)).holders.shape[1] == 1
 
 
 def _windowed(solutions: list[list[int]], window: int) -> np.ndarray:
@@ -328,6 +334,7 @@ def gather(block: np.ndarray, layout: TensorLayout, mesh: Mesh, root: int = 0):
 
 __all__ = [
     "Placement",
+    "one_holder",
     "check_on_mesh",
     "check_pair",
     "check_whole",

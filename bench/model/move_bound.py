@@ -22,9 +22,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from layouts.blockmap import grains
 from layouts.endpoints import Move
-from layouts.redistribute import placement
+from layouts.redistribute import one_holder
 
 from .profile import Profile
 from .redistribution import phase_barrier
@@ -107,7 +106,7 @@ def overlap_bound(
             short = np.maximum(wanted - most, 0.0)
             receive += short
             need += wanted
-            if placement(m.src, m.src_mesh, grains(m.src)).holders.shape[1] == 1:
+            if one_holder(m.src, m.src_mesh):
                 total, targets, most = _side(s, count, P)
                 send += total - most
                 held += total

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from layouts.blockmap import grains
 from layouts.counting import exchange_counts, summed_pairs
 from layouts.endpoints import (
     Move,
@@ -24,7 +23,7 @@ from layouts.endpoints import (
     moves,
     relabelling,
 )
-from layouts.redistribute import placement
+from layouts.redistribute import one_holder
 from layouts.tensorlayout import TensorLayout
 from topology.hierarchy import subtrees_of
 from topology.mesh import AbstractMesh
@@ -211,7 +210,7 @@ def price_moves(
     counts: dict = {True: [], False: []}
     words = 0
     for m, (s, d, c, _) in zip(all_moves, overlaps, strict=True):
-        if placement(m.src, m.src_mesh, grains(m.src)).holders.shape[1] == 1:
+        if one_holder(m.src, m.src_mesh):
             src, dst = (s, pi[d]) if m.into else (pi[s], d)
         else:  # replicated sources choose among holders: the house's exact counts
             dense = move_counts(m, ranks)
