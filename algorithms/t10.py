@@ -172,6 +172,8 @@ def prepare(plan: Plan, a: np.ndarray, b: np.ndarray, coords) -> tuple:
 
 def _units(block: np.ndarray, layout, coords, head: int, u: int, axis: int) -> tuple:
     chunks = sorted(time_chunks(layout, coords))  # held order: increasing chunk
+    if is_placeholder(block):  # shapes alone: one view stands for every unit (W up to P)
+        return (_unit(block, 0, u, axis),) * len(chunks)
     L = max(layout.time_size, 1)
     pieces = {c: _unit(block, i, u, axis) for i, c in enumerate(chunks)}
     return tuple(pieces[c] for c in sorted(chunks, key=lambda c: (c - head) % L))

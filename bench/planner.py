@@ -103,19 +103,22 @@ class Candidate:
 
 
 def _option_sets(algorithm, shape, P: int):
-    """(options) dicts for every grid/F_op and every candidate of the other options."""
+    """(options, plan with overlap) for every grid/F_op and every candidate of the other
+    options; the plan is None unless all the others are at their defaults (then it is the one
+    planned to find their candidates)."""
     key = algorithm.grid_option.name
     others = [o for o in algorithm.options if not o.is_grid and o.candidates is not None]
     for g in algorithm.grids(P):
         base = {key: tuple(g)}
         try:
-            default = algorithm.plan(tuple(shape), P, **base)
+            default = algorithm.plan(tuple(shape), P, overlap=True, **base)
         except PlanError:
             continue
         values = [list(o.candidates(default)) for o in others]
         for combo in itertools.product(*values):
             chosen = zip(others, combo, strict=True)
-            yield {**base, **{o.name: v for o, v in chosen if v != o.default}}
+            opts = {**base, **{o.name: v for o, v in chosen if v != o.default}}
+            yield opts, default if opts == base else None
 
 
 def candidates(
@@ -171,10 +174,10 @@ def candidates(
         algorithm = get(algo)
         if not algorithm.grids(P):
             continue
-        for opts in _option_sets(algorithm, shape, P):
+        for opts, on in _option_sets(algorithm, shape, P):
             states: dict = {}  # prepared state and symbolic comm, shared by overlap on and off
             try:  # overlap changes nothing of a plan but itself: its layouts are built once
-                on = algorithm.plan(tuple(shape), P, overlap=True, **opts)
+                on = on or algorithm.plan(tuple(shape), P, overlap=True, **opts)
             except PlanError:
                 continue
             for plan in (on, replace(on, overlap=False)):

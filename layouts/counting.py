@@ -24,6 +24,8 @@ from .redistribute import Placement, check_pair, placement
 from .tensorlayout import TensorLayout
 
 _CHUNK = 1 << 20  # key combinations handled at once by the counting (bounds its memory)
+# fewer sorted runs than this are merged (a stable sort finds them), more sorted afresh
+_FEW_RUNS = 64
 
 
 def exchange_counts(
@@ -77,9 +79,13 @@ def overlap_pairs(
         sh, dh = splace.holders[sres], dplace.holders[dres]
         d = dbase[:, None] + dh
         w = np.broadcast_to(count[:, None], d.shape)
-        needed += np.bincount(d[dh >= 0], w[dh >= 0], minlength=P).astype(np.int64)
+        held = dh >= 0
+        if held.all():  # every residue held by as many: no padding to leave out
+            needed += np.rint(np.bincount(d.ravel(), w.ravel(), minlength=P)).astype(np.int64)
+        else:
+            needed += np.rint(np.bincount(d[held], w[held], minlength=P)).astype(np.int64)
         for k in range(sh.shape[1]):
-            real = (sh[:, k] >= 0)[:, None] & (dh >= 0)
+            real = (sh[:, k] >= 0)[:, None] & held
             pairs.append(((sbase + sh[:, k])[:, None] * P + d)[real])
             counts.append(w[real])
     return (*summed_pairs(pairs, counts, P), needed)
@@ -88,9 +94,8 @@ def overlap_pairs(
 def summed_pairs(keys: list, counts: list, P: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(sources, destinations, counts) of the pairs ``src * P + dst`` in the arrays ``keys``,
     each pair once, in order, with its ``counts`` summed (int64)."""
-    pair, inverse = unique_inverse(np.concatenate(keys))
-    total = np.bincount(inverse, np.concatenate(counts), minlength=pair.size)
-    return pair // P, pair % P, np.rint(total).astype(np.int64)
+    pair, total = summed(np.concatenate(keys), np.concatenate(counts))
+    return pair // P, pair % P, total
 
 
 # -- placements ------------------------------------------------------------------------------
@@ -138,18 +143,31 @@ def holds(table: np.ndarray, base, res, rank) -> np.ndarray:
     return ok & table[res, np.where(ok, off, 0)]
 
 
-def unique_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """np.unique(keys, return_inverse=True) for 1-D ``keys``, by a stable sort: the keys come
-    in sorted runs (pairs by block, moves one after another), which it merges where np.unique's
-    quicksort does not notice them (overlaps at P = 8192: 1.75 times faster)."""
-    order = np.argsort(keys, kind="stable")
-    ordered = keys[order]
-    first = np.empty(ordered.size, bool)
+def summed(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct ``keys`` in order, each one's ``counts`` summed) for non-negative int
+    ``keys`` and ``counts``. Where a key and a count fit one int64 together, each pair is
+    packed into one and the packed values sorted (NumPy's vectorised sort, or where they come
+    in a few sorted runs, as pairs of several moves do, a merge of the runs): the argsort and
+    inverse np.unique needs took several times as long on the pairs of P = 8192 layouts."""
+    keys, counts = np.asarray(keys, np.int64), np.asarray(counts, np.int64)
+    if keys.size == 0:
+        return keys, counts
+    shift = int(counts.max()).bit_length()
+    if shift + int(keys.max()).bit_length() > 63 or counts.min() < 0:
+        order = np.argsort(keys, kind="stable")
+        keys, counts = keys[order], counts[order]
+    else:
+        packed = (keys << shift) | counts
+        runs = np.count_nonzero(packed[1:] < packed[:-1]) < _FEW_RUNS
+        packed = np.sort(packed, kind="stable" if runs else None)
+        keys, counts = packed >> shift, packed & ((1 << shift) - 1)
+    first = np.empty(keys.size, bool)
     first[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    inverse = np.empty(ordered.size, np.intp)
-    inverse[order] = np.cumsum(first) - 1
-    return ordered[first], inverse
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    if first.all():
+        return keys, counts
+    ends = np.append(np.flatnonzero(first)[1:], keys.size) - 1
+    return keys[first], np.diff(np.cumsum(counts)[ends], prepend=0)
 
 
 def _unique_rows(parts: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -158,11 +176,10 @@ def _unique_rows(parts: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np
     radix = parts.max(axis=0) + 1
     if float(np.prod(radix.astype(float))) >= 2**62:
         keys, inverse = np.unique(parts, axis=0, return_inverse=True)
-    else:
-        packed, inverse = unique_inverse(np.ravel_multi_index(parts.T, radix))
-        keys = np.stack(np.unravel_index(packed, radix), axis=1)
-    counts = np.bincount(inverse.ravel(), weights, minlength=len(keys))
-    return keys.astype(np.int64), np.rint(counts).astype(np.int64)
+        counts = np.bincount(inverse.ravel(), weights, minlength=len(keys))
+        return keys.astype(np.int64), np.rint(counts).astype(np.int64)
+    packed, counts = summed(np.ravel_multi_index(parts.T, radix), weights)
+    return np.stack(np.unravel_index(packed, radix), axis=1).astype(np.int64), counts
 
 
 def _runs(columns: list[np.ndarray], weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -223,9 +240,15 @@ def _keys(per_dim: list, splace: Placement, dplace: Placement):
     )
     step = max(1, _CHUNK // max(1, len(keys)))
     for lo in range(0, len(first), step):
-        k = (first[lo : lo + step, None, :] + keys[None, :, :]).reshape(-1, 4)
+        part = first[lo : lo + step]
         c = np.outer(first_counts[lo : lo + step], counts).ravel()
-        yield k[:, 0], k[:, 1] % splace.n_time, k[:, 2], k[:, 3] % dplace.n_time, c
+        sbase, sres, dbase, dres = (np.add.outer(part[:, j], keys[:, j]).ravel() for j in range(4))
+        yield sbase, _residues(sres, splace.n_time), dbase, _residues(dres, dplace.n_time), c
+
+
+def _residues(parts: np.ndarray, n_time: int) -> np.ndarray:
+    """Summed residue parts taken modulo the layout's time chunks (none for most layouts)."""
+    return np.zeros_like(parts) if n_time == 1 else parts % n_time
 
 
 __all__ = [
@@ -238,5 +261,5 @@ __all__ = [
     "overlap_pairs",
     "placements",
     "summed_pairs",
-    "unique_inverse",
+    "summed",
 ]

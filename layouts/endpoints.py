@@ -144,8 +144,11 @@ def relabelling(
         overlaps = move_overlaps(all_moves)
     jobs, natives, kept = [], [], []
     for m, (s, d, count, _) in zip(all_moves, overlaps, strict=True):
-        jobs.append(s if m.into else d)  # out: s is the native rank, d the user's
-        natives.append(d if m.into else s)
+        if not m.into:  # out: s is the native rank, d the user's; by job rank, as the moves in
+            order = np.argsort(d * len(start) + s)
+            s, d, count = d[order], s[order], count[order]
+        jobs.append(s)  # each move's pairs by job rank: relabel_pairs merges them
+        natives.append(d)
         kept.append(count)
     total = sum(int(o[3].sum()) for o in overlaps)
     job, native = np.concatenate(jobs), start[np.concatenate(natives)]

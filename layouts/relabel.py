@@ -40,7 +40,7 @@ import numpy as np
 
 from topology.mesh import AbstractMesh
 
-from .counting import overlap_counts, unique_inverse
+from .counting import overlap_counts, summed
 from .tensorlayout import TensorLayout
 
 
@@ -149,8 +149,7 @@ def relabel_pairs(
     in place anyway); with more than _EXACT_PAIRS of those, :func:`_by_levels` (not optimal).
     With ``groups`` whole subtrees move, as in :func:`relabel` (:func:`_pair_tree_blocks`).
     The identity is kept where it is no worse."""
-    key, inverse = unique_inverse(job * P + native)
-    weight = np.bincount(inverse, kept, minlength=key.size)
+    key, weight = summed(job * P + native, kept)
     job, native = key // P, key % P
     groups = [np.asarray(g) for g in groups]
     out = _pair_tree_blocks(job, native, weight, P, groups)
@@ -199,13 +198,13 @@ def _heaviest(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:
     more), else :func:`_matching` (above _EXACT_PAIRS pairs, :func:`_by_levels`).
     Layouts tie often (at P = 8192 from block layouts, three of eight plans of 8192^3 match
     this way in 1-8 ms each, against 0.3-0.45 s)."""
-    most = np.zeros(P)
+    most = np.zeros(P, np.int64)
     np.maximum.at(most, native, weight)
     top = weight == most[native]  # exact: weights are sums of element counts
     natives = np.flatnonzero(np.bincount(native, minlength=P))
     # fewer ranks in the ties than native ranks cannot cover them (Hall), and Hopcroft-Karp
     # failing on 200 000 ties took 0.2 s at P = 8192
-    if np.unique(job[top]).size >= natives.size:
+    if np.count_nonzero(np.bincount(job[top], minlength=P)) >= natives.size:
         matched = _max_matching(native[top], job[top], P)
         if (matched[natives] >= 0).all():
             return matched[natives], natives
@@ -227,7 +226,8 @@ def _by_levels(job, native, weight, P: int, most, top) -> tuple[np.ndarray, np.n
     free = np.ones(P, bool)
     tie_job, tie_native = job[top], native[top]
     need = most[tie_native]
-    levels = np.unique(need)[::-1]
+    levels = np.sort(need)[::-1]
+    levels = levels[np.append(True, levels[1:] != levels[:-1])]
     for group in np.array_split(levels, min(_LEVELS, levels.size)):
         ties = (need >= group[-1]) & (need <= group[0]) & free[tie_job]
         matched = _max_matching(tie_native[ties], tie_job[ties], P)
@@ -274,8 +274,7 @@ def _pair_tree_blocks(job, native, weight, P: int, groups: list) -> np.ndarray:
     for g in groups:
         n = int(g.max()) + 1
         ok = np.ones(job.size, bool) if before is None else before[job] == where[before[native]]
-        key, inverse = unique_inverse(g[job[ok]] * n + g[native[ok]])
-        on = np.bincount(inverse, weight[ok], minlength=key.size)
+        key, on = summed(g[job[ok]] * n + g[native[ok]], weight[ok])
         host, block = _heaviest(key // n, key % n, on, n)
         if before is None:  # node b runs on node where[b] (overlapping nothing: any free one)
             where = _filled(host, block, n)
@@ -299,7 +298,9 @@ def _filled(to, of, n: int, want=None, has=None) -> np.ndarray:
     out = np.full(n, -1, np.int64)
     out[of] = to
     unplaced = np.flatnonzero(out < 0)
-    free = np.setdiff1d(np.arange(n), to)
+    taken = np.zeros(n, bool)
+    taken[to] = True
+    free = np.flatnonzero(~taken)
     if want is not None:
         unplaced = unplaced[np.argsort(want[unplaced], kind="stable")]
         free = free[np.argsort(has[free], kind="stable")]

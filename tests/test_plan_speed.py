@@ -102,7 +102,7 @@ def test_pruned_plan_on_a_tree_is_the_exhaustive_one():
 def _plans(shape, P):
     for algo in ALGORITHMS:
         module = get(algo)
-        for opts in _option_sets(module, shape, P) if module.grids(P) else ():
+        for opts, _ in _option_sets(module, shape, P) if module.grids(P) else ():
             for overlap in (True, False):
                 try:
                     yield module, module.plan(shape, P, overlap=overlap, **opts)

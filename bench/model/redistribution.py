@@ -28,6 +28,7 @@ from layouts.tensorlayout import TensorLayout
 from topology.hierarchy import subtrees_of
 from topology.mesh import AbstractMesh
 
+from .phase_loads import PhasePairs
 from .profile import Profile
 from .walk import barrier_seconds
 
@@ -69,26 +70,34 @@ def pairs_seconds(
     off = src != dst
     if not count[off].any():
         return 0.0
-    net = np.zeros_like(off)
-    if links is not None:
-        net = off & links.crosses(src, dst)
+    if links is None:
+        return ranks_seconds(_per_rank(src, dst, count, P, off), profile, itemsize, ranks_per_node)
+    net = off & links.crosses(src, dst)
     # emulated links hold messages that really move on this machine: they count here too
-    local = off if links is not None and links.emulated else off & ~net
+    local = off if links.emulated else off & ~net
+    linked = links.exchange(src[net], dst[net], count[net] * itemsize) if net.any() else None
+    per_rank = _per_rank(src, dst, count, P, local)
+    return ranks_seconds(per_rank, profile, itemsize, ranks_per_node, linked)
+
+
+def ranks_seconds(
+    per_rank: tuple, profile: Profile, itemsize: int, ranks_per_node: int, linked=None
+) -> float:
+    """:func:`pairs_seconds` from the per-rank (messages, elements, copied) of the messages
+    priced on this machine (:func:`_per_rank`) and ``linked``, each rank's seconds of those
+    the links price (None: none)."""
+    messages, elements, copied = per_rank
     at = profile.at(ranks_per_node)
     if at.alltoallv is not None:
         per_core = max(ranks_per_node / profile.cores, 1.0)
-        seconds = at.alltoallv_seconds(loads(src, dst, count, P, itemsize, per_core, local))
-        if net.any():
-            seconds = max(seconds, links.exchange(src[net], dst[net], count[net] * itemsize).max())
-        return seconds
-    messages, elements, copied = _per_rank(src, dst, count, P, local)
+        seconds = at.alltoallv_seconds(_reduced(messages, elements, copied, itemsize, per_core))
+        return seconds if linked is None else max(seconds, float(linked.max()))
     per_rank = np.where(elements > 0, at.exchange(messages, elements * itemsize), 0.0)
     per_rank = per_rank * at.comm_scale
-    if net.any():
-        per_rank = np.maximum(per_rank, links.exchange(src[net], dst[net], count[net] * itemsize))
+    if linked is not None:
+        per_rank = np.maximum(per_rank, linked)
     slow = profile.slowdown(ranks_per_node)
-    per_rank = per_rank + copied * itemsize / profile.copy_bandwidth * slow
-    return float(np.max(per_rank))
+    return float(np.max(per_rank + copied * itemsize / profile.copy_bandwidth * slow))
 
 
 def loads(src, dst, count, P: int, itemsize: int, per_core: float, sent=None) -> tuple:
@@ -101,6 +110,11 @@ def loads(src, dst, count, P: int, itemsize: int, per_core: float, sent=None) ->
     every rank's work, but no rank goes faster than alone on a core)."""
     src, dst, count = (np.asarray(x, np.int64) for x in (src, dst, count))
     messages, elements, copied = _per_rank(src, dst, count, P, src != dst if sent is None else sent)
+    return _reduced(messages, elements, copied, itemsize, per_core)
+
+
+def _reduced(messages, elements, copied, itemsize: int, per_core: float) -> tuple:
+    """:func:`loads` from the per-rank figures."""
     out = []
     for x in (messages, elements * itemsize, copied * itemsize):
         x = np.asarray(x, float)
@@ -206,6 +220,11 @@ def price_moves(
         found = relabelling(all_moves, P, itemsize, groups, overlaps, placed)
     ranks = found.ranks if found is not None else placed
     pi = np.arange(P) if ranks is None else np.asarray(ranks, np.int64)
+    saved = found.bytes_saved if found is not None else 0
+    if links is None and all(one_holder(m.src, m.src_mesh) for m in all_moves):
+        args = (pi, P, profile, itemsize, ranks_per_node)
+        (t_in, t_out), words = _by_sides(all_moves, overlaps, *args)
+        return MovePrice(t_in + barrier, t_out, words, ranks, saved, barrier)
     keys: dict = {True: [], False: []}  # src * P + dst of the moves in and out
     counts: dict = {True: [], False: []}
     words = 0
@@ -226,8 +245,24 @@ def price_moves(
             src, dst, count = summed_pairs(keys[into], counts[into], P)
             args = (profile, itemsize, ranks_per_node, links)
             phases[into] = pairs_seconds(src, dst, count, P, *args)
-    saved = found.bytes_saved if found is not None else 0
     return MovePrice(phases[True] + barrier, phases[False], words, ranks, saved, barrier)
+
+
+def _by_sides(all_moves, overlaps, pi, P: int, profile, itemsize: int, rpn: int) -> tuple:
+    """((seconds in, seconds out), words) of :func:`price_moves` where every source holds each
+    element once and no links price messages: from each phase's pairs summed per side
+    (bench/model/phase_loads.py), native rank x on job rank ``pi[x]``."""
+    seconds, words = [0.0, 0.0], 0
+    for phase, into in enumerate((True, False)):
+        group = [o for m, o in zip(all_moves, overlaps, strict=True) if m.into == into]
+        each = [PhasePairs.of([o], into, P) for o in group]
+        for pairs in each:  # the busiest rank of each move
+            words += int(pairs.per_rank(pi)[1].max(initial=0))
+        if group:  # the moves in run as one exchange (layouts/batch.py)
+            per_rank = (each[0] if len(each) == 1 else PhasePairs.of(group, into, P)).per_rank(pi)
+            if per_rank[1].any():
+                seconds[phase] = ranks_seconds(per_rank, profile, itemsize, rpn)
+    return tuple(seconds), words
 
 
 def plan_moves(users: dict[str, UserLayout], plan) -> list[Move]:
