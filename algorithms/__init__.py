@@ -4,8 +4,8 @@ Every module ends with ``ALGORITHM = Algorithm(...)`` (algorithms.spec): its nam
 admits for P ranks, its options, ``plan(shape, P, **options) -> Plan`` (validates and declares
 the A, B, C layouts), ``prepare(plan, a, b, coords)`` (arranges this rank's generated blocks,
 untimed), ``multiply(plan, comm, state) -> C block`` (the timed SPMD loop), the cost the
-literature states and the memory a rank needs. Adding an algorithm is its module plus one line
-in ``_registry``.
+literature states, the memory a rank needs and the shapes its GEMMs take (which the planner's
+bounds price). Adding an algorithm is its module plus one line in ``_registry``.
 """
 
 from __future__ import annotations

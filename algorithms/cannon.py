@@ -18,7 +18,7 @@ from layouts.builder import build, dev, mem, rotate, time
 from topology import AbstractMesh
 
 from .plan import Plan, ceil_to, check_grid, check_shape, exact_root
-from .spec import Algorithm, cube_side
+from .spec import Algorithm, block_gemms, cube_side
 
 NAME = "cannon"
 
@@ -111,6 +111,7 @@ ALGORITHM = Algorithm(
     plan=plan,
     multiply=multiply,
     stated_cost=stated_cost,
+    gemms=block_gemms,
 )
 
 if __name__ == "__main__":

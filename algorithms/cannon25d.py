@@ -29,7 +29,7 @@ from topology import AbstractMesh
 
 from .cannon import cannon_steps
 from .plan import Plan, ceil_to, check_grid, check_shape
-from .spec import Algorithm
+from .spec import Algorithm, block_gemms
 from .summa25d import WHAT, stated_cost
 from .summa25d import grids as layered_grids
 
@@ -82,6 +82,7 @@ ALGORITHM = Algorithm(
     plan=plan,
     multiply=multiply,
     stated_cost=stated_cost,  # summa25d's: the literature states one 2.5D bound for both
+    gemms=block_gemms,
 )
 
 if __name__ == "__main__":

@@ -58,6 +58,16 @@ def cube_side(shape) -> float:
     return (M * K * N) ** (1 / 3)
 
 
+def block_gemms(plan: Plan) -> tuple[tuple[int, int, int], ...]:
+    """GEMMs of this rank's whole A and B blocks (Cannon's)."""
+    return ((plan.A.block_shape[0], plan.A.block_shape[1], plan.B.block_shape[1]),)
+
+
+def panel_gemms(plan: Plan) -> tuple[tuple[int, int, int], ...]:
+    """GEMMs of ``panel`` columns of the A block and as many rows of the B block (SUMMA's)."""
+    return ((plan.A.block_shape[0], plan.params["panel"], plan.B.block_shape[1]),)
+
+
 def blocks_memory(plan: Plan, itemsize: int) -> int:
     """Bytes one rank needs, roughly: its A, B and C blocks, plus the copies and double buffers
     the algorithms keep (4x the inputs, 3x the output)."""
@@ -79,6 +89,9 @@ class Algorithm:
     # (shape, P, grid, alpha, beta per word) -> {"seconds", "words_per_rank", "formula", "note"}
     stated_cost: Callable | None = None
     memory: Callable[[Plan, int], int] = blocks_memory
+    # the (m, k, n) shapes of the plan's local GEMMs, each GEMM one of them (the planner's
+    # bound prices the GEMMs still to come at the cheapest of their rates); None: unknown
+    gemms: Callable[[Plan], tuple[tuple[int, int, int], ...]] | None = None
 
     @property
     def grid_option(self) -> Option:

@@ -19,7 +19,7 @@ from layouts.builder import build, dev, mem
 from topology import AbstractMesh
 
 from .plan import Plan, ceil_to, check_grid, check_positive, check_shape, factor_pairs
-from .spec import GRID, Algorithm, Option, cube_side
+from .spec import GRID, Algorithm, Option, cube_side, panel_gemms
 from .symbolic import is_placeholder, placeholder, reshaped
 
 NAME = "summa"
@@ -153,6 +153,7 @@ ALGORITHM = Algorithm(
     options=(GRID, PANEL),
     prepare=prepare,
     stated_cost=stated_cost,
+    gemms=panel_gemms,
 )
 
 if __name__ == "__main__":

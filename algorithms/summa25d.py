@@ -36,7 +36,7 @@ from layouts.builder import build, dev, mem
 from topology import AbstractMesh
 
 from .plan import Plan, ceil_to, check_grid, check_shape, exact_root
-from .spec import GRID, Algorithm, cube_side
+from .spec import GRID, Algorithm, cube_side, panel_gemms
 from .summa import PANEL, panel_width, summa_panels
 from .summa import prepare as summa_prepare
 
@@ -109,6 +109,7 @@ ALGORITHM = Algorithm(
     options=(GRID, PANEL),
     prepare=summa_prepare,  # the same panel-major A and row-panel B as 2D SUMMA
     stated_cost=stated_cost,
+    gemms=panel_gemms,
 )
 
 if __name__ == "__main__":

@@ -65,6 +65,13 @@ def plan(shape, P: int, *, grid=None, overlap: bool = True) -> Plan:
     )
 
 
+def gemms(plan: Plan) -> tuple[tuple[int, int, int], ...]:
+    """A with its K slices gathered along y, by B's gathered along x: all p pieces of its N
+    block at once without overlap, one at a time with."""
+    p, (m, k), n = plan.grid[0], plan.A.block_shape, plan.B.block_shape[1]
+    return ((m, p * k, n),) if plan.overlap else ((m, p * k, p * n),)
+
+
 def multiply(plan: Plan, comm, state) -> np.ndarray:
     a, b = state
     a = comm.allgather(a, "y", dim=1)  # A[i, K slice l]
@@ -117,6 +124,7 @@ ALGORITHM = Algorithm(
     plan=plan,
     multiply=multiply,
     stated_cost=stated_cost,
+    gemms=gemms,
 )
 
 if __name__ == "__main__":

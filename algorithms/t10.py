@@ -159,6 +159,11 @@ def plan(shape, P: int, *, fop=None, pace: int | None = None, overlap: bool = Tr
     )
 
 
+def gemms(plan: Plan) -> tuple[tuple[int, int, int], ...]:
+    """Each GEMM multiplies one unit: u columns of the A window by u rows of the B window."""
+    return ((plan.A.block_shape[0], plan.params["unit"], plan.B.block_shape[1]),)
+
+
 def prepare(plan: Plan, a: np.ndarray, b: np.ndarray, coords) -> tuple:
     """This core's windows as deques of contiguous units, head unit first (untimed set-up).
 
@@ -287,6 +292,7 @@ ALGORITHM = Algorithm(
     options=(FOP, PACE),
     prepare=prepare,
     stated_cost=stated_cost,
+    gemms=gemms,
 )
 
 if __name__ == "__main__":

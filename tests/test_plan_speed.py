@@ -110,6 +110,22 @@ def _plans(shape, P):
                     continue
 
 
+GEMM_CASES = [*CASES, ((96, 640, 80), 16, None), ((4096, 4096, 4096), 64, None), ((7, 9, 5), 9, 1)]
+
+
+@pytest.mark.parametrize("case", GEMM_CASES)
+def test_every_gemm_has_a_shape_the_algorithm_declares(case):
+    """The planner's bound prices the GEMMs still to come at the cheapest rate of the shapes an
+    algorithm declares (Algorithm.gemms): a GEMM of another shape could be cheaper and the bound
+    pass the prediction. Every rank, grid, option and overlap, shapes that do not divide."""
+    shape, P, _ = case
+    for module, plan in _plans(shape, P):
+        declared = set(module.gemms(plan))
+        for rank in sorted({0, P // 3, P - 1}):
+            made = {e.shape for e in schedule(module, plan, rank) if e.kind == "gemm"}
+            assert made and made <= declared, (module.name, plan.params, plan.overlap, rank)
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_the_bound_never_passes_the_prediction(case):
     """price stops a loop only when its prediction is certain to exceed the limit: at the

@@ -12,6 +12,7 @@ log(k), log(n) over the measured grid.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -301,8 +302,11 @@ class Profile:
             )
         return memo[key]
 
-    def least_seconds_per_flop(self, dtype: str) -> float:
-        """No GEMM of ``dtype`` is priced at less per flop (with ``threads`` BLAS threads)."""
+    def least_seconds_per_flop(self, dtype: str, shapes=None) -> float:
+        """No GEMM of ``dtype`` (with ``shapes``, (m, k, n) tuples: none of another shape) is
+        priced at less per flop (with ``threads`` BLAS threads)."""
+        if shapes:
+            return min(self.gemm_seconds(*mkn, dtype) / (2 * math.prod(mkn)) for mkn in shapes)
         return self._rates(dtype).least() * self.threading().least_share(self.threads)
 
     def threading(self) -> Threading:
