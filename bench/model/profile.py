@@ -127,11 +127,12 @@ class Profile:
 
     def efficiency(self) -> float:
         """GEMMs' time-slicing efficiency with more ranks than cores (see :meth:`slowdown`)."""
-        sharing = [e for per_core, e in self.shared_efficiency if per_core > 1]
-        # once per profile: a plan asks for every candidate it prices
-        return self._once(
-            "efficiency", lambda: min(float(np.median(sharing)), 1.0) if sharing else 1.0
-        )
+
+        def median() -> float:  # once per profile: a plan asks for every candidate it prices
+            sharing = [e for per_core, e in self.shared_efficiency if per_core > 1]
+            return min(float(np.median(sharing)), 1.0) if sharing else 1.0
+
+        return self._once("efficiency", median)
 
     def at(self, ranks_per_node: int) -> Profile:
         """This profile as a run with ``ranks_per_node`` ranks on the node sees it. Up to the
