@@ -2,17 +2,20 @@
 (shape, P), each in a fresh process, with the planner's own pricing time from its JSON.
 
     .venv/bin/python scripts/plan_speed.py [--profile results/profile.json] [--P 64,512]
-        [--shapes 8192,8192,8192] [--layouts block,native] [--limit-gib 8]
+        [--shapes 8192,8192,8192] [--layouts block,native] [--limit-gib 8] [--repeat 3]
 
 Without --profile it uses the tests' profile with round numbers (what the planner costs does not
 depend much on the figures). Wall time counts the whole command: start-up, imports, pricing and
-printing; CPU time (user + system) is the figure other jobs on the machine inflate least.
+printing; CPU time (user + system) is the figure other jobs on the machine inflate least. With
+--repeat N every plan runs N times, the plans taking turns (a slow spell of a shared machine then
+slows them alike), and the medians are printed (peak RSS: the largest).
 """
 
 import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,6 +74,7 @@ def main() -> int:
         "native: the kernels alone)",
     )
     ap.add_argument("--limit-gib", type=float, default=8.0, help="address-space cap per run")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each plan, in turns (medians)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         profile = args.profile
@@ -87,8 +91,13 @@ def main() -> int:
             for shape in args.shapes.split(";")
             for P in map(int, args.P.split(","))
         ]
-        for shape, P, layouts in runs:
-            r = plan(shape, P, profile, int(args.limit_gib * 2**30), layouts)
+        results: dict = {run: [] for run in runs}
+        for _ in range(max(args.repeat, 1)):
+            for shape, P, layouts in runs:
+                r = plan(shape, P, profile, int(args.limit_gib * 2**30), layouts)
+                results[(shape, P, layouts)].append(r)
+        for (shape, P, layouts), tries in results.items():
+            r = _median(tries)
             rec = r["record"] or {}
             best = rec.get("recommended", {})
             priced = len(rec.get("candidates", []))
@@ -99,6 +108,21 @@ def main() -> int:
                 f"{rec.get('pruned', 0):>8}{r['rss'] / 2**20:>8.0f} MiB  {what}"
             )
     return 0
+
+
+def _median(tries: list[dict]) -> dict:
+    """One run standing for several: median wall, CPU and planning time, the largest RSS, the
+    first failure's status if any failed."""
+    failed = [t for t in tries if t["record"] is None]
+    if failed:
+        return failed[0]
+    out = dict(tries[len(tries) // 2])
+    for key in ("wall", "cpu"):
+        out[key] = statistics.median(t[key] for t in tries)
+    out["rss"] = max(t["rss"] for t in tries)
+    seconds = statistics.median(t["record"]["planning_seconds"] for t in tries)
+    out["record"] = {**out["record"], "planning_seconds": seconds}
+    return out
 
 
 if __name__ == "__main__":
