@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from model_scaling import PROFILE  # noqa: E402
 
 RANKS = (64, 512, 4096, 8192)
-SHAPES = ("8192,8192,8192", "65536,65536,65536")
+SHAPES = ("8192,8192,8192", "65536,65536,65536", "1048576,1048576,1048576")
 
 
 def plan(shape: str, P: int, profile: str, limit: int, layouts: str) -> dict:
