@@ -120,6 +120,7 @@ def test_every_gemm_has_a_shape_the_algorithm_declares(case):
     pass the prediction. Every rank, grid, option and overlap, shapes that do not divide."""
     shape, P, _ = case
     for module, plan in _plans(shape, P):
+        assert module.gemms is not None, f"{module.name}: declare Algorithm.gemms"
         declared = set(module.gemms(plan))
         for rank in sorted({0, P // 3, P - 1}):
             made = {e.shape for e in schedule(module, plan, rank) if e.kind == "gemm"}
