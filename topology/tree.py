@@ -245,8 +245,14 @@ def bindings(algo: AbstractMesh, tree: AbstractMesh) -> tuple[Binding, ...]:
         return (RankOrder(algo),) if algo.size == tree.size else ()
     big = [lv for lv in tree.names if tree.sizes[lv] > 1]
     ones = [lv for lv in tree.names if tree.sizes[lv] == 1]
+    want = [algo.sizes[a] for a in algo.names]
     out = []
     for assign in itertools.product(range(len(algo.names)), repeat=len(big)):
+        got = [1] * len(want)
+        for lv, k in zip(big, assign, strict=True):
+            got[k] *= tree.sizes[lv]
+        if got != want:
+            continue  # the axis sizes do not come out (most groupings: not built to be refused)
         groups = {a: [] for a in algo.names}
         for lv, k in zip(big, assign, strict=True):
             groups[algo.names[k]].append(lv)
