@@ -202,10 +202,17 @@ def _heaviest(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:
     np.maximum.at(most, native, weight)
     top = weight == most[native]  # exact: weights are sums of element counts
     natives = np.flatnonzero(np.bincount(native, minlength=P))
-    # fewer ranks in the ties than native ranks cannot cover them (Hall), and Hopcroft-Karp
-    # failing on 200 000 ties took 0.2 s at P = 8192 (distinct ranks counted, not np.unique'd:
-    # NumPy 2.4's np.unique hashes, 4-40 times slower than sorting or counting these)
-    if np.count_nonzero(np.bincount(job[top], minlength=P)) >= natives.size:
+    # fewer ranks in the ties than native ranks cannot cover them, nor can two native ranks
+    # whose one tie is the same rank (Hall); Hopcroft-Karp failing on 200 000 ties took 0.2 s
+    # at P = 8192, and the second test finds the five of the eight relabellings of `distmm plan
+    # --shape 8192,8192,8192 --P 8192` that go on to _by_levels (distinct ranks counted, not
+    # np.unique'd: NumPy 2.4's np.unique hashes, 4-40 times slower than counting these)
+    ties = np.bincount(native[top], minlength=P)
+    alone = job[top][ties[native[top]] == 1]  # the tie of each native rank with only one
+    if (
+        np.count_nonzero(np.bincount(job[top], minlength=P)) >= natives.size
+        and np.bincount(alone, minlength=P).max(initial=0) <= 1
+    ):
         matched = _max_matching(native[top], job[top], P)
         if (matched[natives] >= 0).all():
             return matched[natives], natives
