@@ -166,8 +166,8 @@ def summed(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray
     np.not_equal(keys[1:], keys[:-1], out=first[1:])
     if first.all():
         return keys, counts
-    ends = np.append(np.flatnonzero(first)[1:], keys.size) - 1
-    return keys[first], np.diff(np.cumsum(counts)[ends], prepend=0)
+    starts = np.flatnonzero(first)
+    return keys[starts], np.add.reduceat(counts, starts)
 
 
 def _unique_rows(parts: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

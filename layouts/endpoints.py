@@ -145,7 +145,7 @@ def relabelling(
     jobs, natives, kept = [], [], []
     for m, (s, d, count, _) in zip(all_moves, overlaps, strict=True):
         if not m.into:  # out: s is the native rank, d the user's; by job rank, as the moves in
-            order = np.argsort(d * len(start) + s)
+            order = np.argsort(d * P + s)
             s, d, count = d[order], s[order], count[order]
         jobs.append(s)  # each move's pairs by job rank: relabel_pairs merges them
         natives.append(d)

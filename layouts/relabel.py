@@ -207,13 +207,13 @@ def _heaviest(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:
     # at P = 8192, and the second test finds the five of the eight relabellings of `distmm plan
     # --shape 8192,8192,8192 --P 8192` that go on to _by_levels (distinct ranks counted, not
     # np.unique'd: NumPy 2.4's np.unique hashes, 4-40 times slower than counting these)
-    ties = np.bincount(native[top], minlength=P)
-    alone = job[top][ties[native[top]] == 1]  # the tie of each native rank with only one
+    tie_native, tie_job = native[top], job[top]
+    alone = tie_job[np.bincount(tie_native, minlength=P)[tie_native] == 1]  # a native's only tie
     if (
-        np.count_nonzero(np.bincount(job[top], minlength=P)) >= natives.size
+        np.count_nonzero(np.bincount(tie_job, minlength=P)) >= natives.size
         and np.bincount(alone, minlength=P).max(initial=0) <= 1
     ):
-        matched = _max_matching(native[top], job[top], P)
+        matched = _max_matching(tie_native, tie_job, P)
         if (matched[natives] >= 0).all():
             return matched[natives], natives
     if _top_size(native, P) <= _EXACT_PAIRS:
