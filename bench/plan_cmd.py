@@ -63,7 +63,7 @@ from .plan_view import (
     recommendation,
 )
 from .planner import candidates, measure, plan_chain, recommend, run_set
-from .units import format_bytes, ints, parse_bytes, positive
+from .units import format_bytes, ints, nonnegative, parse_bytes, positive
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -108,6 +108,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="price every candidate in full (default: leave out those provably neither in the "
         "table nor on the Pareto front, stopping their loops early)",
+    )
+    p.add_argument(
+        "--workers",
+        type=nonnegative,
+        default=None,
+        metavar="N",
+        help="processes pricing redistributions ahead of the search (default: as many as "
+        "cores, up to 4, from 1024 ranks; 0: none)",
     )
     p.add_argument("--repeat", type=positive, default=3, help="with --run: timed repetitions")
     p.add_argument(
@@ -157,6 +165,7 @@ def main(args) -> int:
         relabel=not args.no_relabel,
         keep=keep,
         emulated=emulated,
+        workers=args.workers,
     )
     elapsed = time.perf_counter() - started
     if not cands:

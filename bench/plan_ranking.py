@@ -8,7 +8,8 @@ bounds it first from the layouts' shapes (:meth:`Redistributions.lower_bound`), 
 candidates still in contention, from the overlaps before relabelling
 (:meth:`Redistributions.overlap_bound`; bench/model/move_bound.py), and prices it exactly only
 for those the tighter bound leaves in contention; everything is shared by candidates with the
-same native layouts and mesh (overlap, panel and pace variants).
+same native layouts and mesh (overlap, panel and pace variants). At thousands of ranks workers
+price the candidates the search names next meanwhile (bench/plan_workers.py).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Redistributions:
         relabel: bool,
         links=None,
         tree=None,
+        workers: int = 0,
     ):
         self.users, self.profile, self.itemsize = users, profile, itemsize
         self.rpn, self.relabel, self.links, self.tree = rpn, relabel, links, tree
@@ -44,13 +46,47 @@ class Redistributions:
         self.prices: dict = {}
         self.overlaps: dict = {}  # key -> (moves, their overlaps, the bound), until priced
         self.refused = ""  # why some moves could not be counted (too many rank pairs)
+        self.workers = None
+        if workers:  # started now: they import what pricing needs while the search walks
+            from .plan_workers import Workers
+
+            self.workers = Workers(workers, (profile, itemsize, rpn, relabel, links, tree))
+
+    def close(self) -> None:
+        if self.workers is not None:
+            self.workers.close()
+
+    def prefetch(self, plan, binding=None) -> None:
+        """Have a worker price ``plan``'s moves, if there are workers and it is not priced."""
+        key = (*_key(plan), _start(binding))
+        if self.workers is None or key in self.prices or _key(plan) in self.overlaps:
+            return
+        placed = None if key[-1] is None else binding.tree_ranks(plan.mesh, self.tree)
+        self.workers.submit(key, plan_moves(self.users, plan), plan.P, placed)
+
+    def _fetched(self, key, plan) -> tuple[float, MovePrice] | None:
+        """(bound, price) a worker computed for ``key`` (waiting for it), else None."""
+        if self.workers is None or key not in self.workers.pending:
+            return None
+        found = self.workers.result(key)
+        if found is None:  # the workers died: priced here instead
+            return None
+        refused, bound, price = found
+        if refused:
+            self.refused = self.refused or refused
+            self.overlaps[_key(plan)] = (None, None, math.inf)
+            return math.inf, MovePrice(math.inf, 0.0, 0, None, 0)
+        return bound, price
 
     def _args(self, P: int) -> tuple:
         return (P, self.profile, self.itemsize, self.rpn)
 
     def price(self, plan, binding=None):
         key = (*_key(plan), _start(binding))
-        if key not in self.prices:
+        fetched = None if key in self.prices else self._fetched(key, plan)
+        if fetched is not None:
+            self.prices[key] = fetched[1]
+        elif key not in self.prices:
             all_moves, overlaps, _ = self._overlaps(plan)
             if overlaps is None:  # too many pairs to count: ranked after every other
                 self.prices[key] = MovePrice(math.inf, 0.0, 0, None, 0)
@@ -88,7 +124,8 @@ class Redistributions:
         key = (*_key(plan), _start(binding))
         if key in self.prices:
             return self.prices[key].seconds
-        return self._overlaps(plan)[2]
+        fetched = self._fetched(key, plan)
+        return self._overlaps(plan)[2] if fetched is None else fetched[0]
 
     def _overlaps(self, plan) -> tuple:
         key = _key(plan)

@@ -19,6 +19,7 @@ from .errors import UsageError
 from .launch import Launcher, run_argv, shell_command
 from .model import Job, Profile, price, redistribution_seconds, search
 from .plan_ranking import Ranking, Redistributions, mark_pareto, set_words
+from .plan_workers import workers_for
 from .units import format_bytes
 
 
@@ -134,6 +135,7 @@ def candidates(
     relabel: bool = True,
     keep: int | None = None,
     emulated: bool = False,
+    workers: int | None = None,
 ) -> Ranking:
     """Every candidate plan, priced, ranked by predicted time, Pareto front marked. With
     ``users`` (layouts.endpoints.user_layouts) not all native the time is end to end: the kernel
@@ -141,7 +143,9 @@ def candidates(
     ``keep``, only the ``keep`` fastest and the Pareto front are certain to be there (and are
     exact): candidates provably in neither are left out, their loops stopped early
     (bench/model/search.py); the Ranking's ``pruned`` counts them. ``emulated``: priced as
-    runs emulating the links here are (LinkModel.emulated; a cluster's ranks share this node)."""
+    runs emulating the links here are (LinkModel.emulated; a cluster's ranks share this node).
+    ``workers``: processes pricing the moves ahead of the search (bench/plan_workers.py; None:
+    as many as cores, up to 4, from 1024 ranks)."""
     tree = links = None
     if topology != "mesh":
         from topology.links import LinkModel
@@ -164,9 +168,10 @@ def candidates(
         if not emulated:
             rpn = cluster_ranks_per_node(tree, ranks_per_node)
     npdt = np.dtype(dtype)
-    moves = None
+    moves, ahead = None, 0
     if users is not None and not all(u.native for u in users.values()):
-        moves = Redistributions(users, profile, npdt.itemsize, rpn, relabel, links, tree)
+        ahead = 0 if keep is None else workers_for(P, workers)
+        moves = Redistributions(users, profile, npdt.itemsize, rpn, relabel, links, tree, ahead)
     cands: list[Candidate] = []
     jobs: list[Job] = []
     prices: dict = {}  # one price per distinct operation, shared by every candidate
@@ -200,11 +205,17 @@ def candidates(
                     if moves is not None:
                         extra = partial(moves.seconds, plan, b)
                         refine = partial(moves.overlap_bound, plan, b)
-                        jobs.append(Job(run, mem, extra, moves.lower_bound(plan), refine))
+                        bound, fetch = moves.lower_bound(plan), partial(moves.prefetch, plan, b)
+                        jobs.append(Job(run, mem, extra, bound, refine, fetch))
                     else:
                         jobs.append(Job(run, mem))
     out = Ranking()
-    for c, priced in zip(cands, search(jobs, keep), strict=True):
+    try:
+        found = search(jobs, keep, ahead)
+    finally:
+        if moves is not None:
+            moves.close()
+    for c, priced in zip(cands, found, strict=True):
         if moves is not None and moves.uncountable(c.plan):
             out.uncountable += 1
             continue

@@ -9,15 +9,17 @@ bounds it by the time walked so far plus the GEMMs still to come (Walk.bound), a
 bound; the smallest is refined until it is exact: its kernel walked on (bench/model/resumable.py:
 the loop pauses, it is never run twice) until its bound passes the next candidate's, at least a
 quarter and 64 events further than before each time, from a 16-event probe, else its extra
-bounded by ``refine``, else priced. An exact candidate popped is certainly the next best
-(every other key is at least its bound). After ``keep`` of them, only candidates needing less
-memory than every one popped can still be on the Pareto front; the rest are left out, their
-loops never walked to the end.
+bounded by ``refine``, else priced (its ``prefetch`` first told, with the next ``ahead`` in the
+heap's, so that workers can price those meanwhile: bench/plan_workers.py). An exact candidate
+popped is certainly the next best (every other key is at least its bound). After ``keep`` of
+them, only candidates needing less memory than every one popped can still be on the Pareto
+front; the rest are left out, their loops never walked to the end.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,13 +40,16 @@ class Job:
     """One candidate: ``price(limit=, least_events=, max_events=, pause=)`` returns a
     Prediction or a Pruned (bench.model.schedule.price with everything else bound);
     ``extra()`` the exact extra time (None: 0), at least ``extra_bound``; ``refine()`` (if
-    given) a tighter bound on it, dearer than ``extra_bound`` and cheaper than ``extra()``."""
+    given) a tighter bound on it, dearer than ``extra_bound`` and cheaper than ``extra()``;
+    ``prefetch()`` (if given) says that ``refine()`` and ``extra()`` may be asked for soon
+    (whatever it starts must not change what they return)."""
 
     price: Callable[..., Prediction | Pruned]
     memory: int
     extra: Callable[[], float] | None = None
     extra_bound: float = 0.0
     refine: Callable[[], float] | None = None
+    prefetch: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -59,20 +64,23 @@ class Priced:
         return self.prediction.seconds + self.extra
 
 
-def search(jobs: Sequence[Job], keep: int | None) -> list[Priced | None]:
+def search(jobs: Sequence[Job], keep: int | None, ahead: int = 0) -> list[Priced | None]:
     """Each job priced, or None where it provably is neither among the ``keep`` smallest keys
-    nor on the key/memory Pareto front. ``keep`` None: price every job in full."""
+    nor on the key/memory Pareto front. ``keep`` None: price every job in full. ``ahead``:
+    how many jobs next in line to ``prefetch`` whenever one's extra is bounded or priced."""
     if keep is None:
         return [Priced(j.price(), j.extra() if j.extra else 0.0) for j in jobs]
     walks = [Resumable(j.price) for j in jobs]
     try:
-        return _best_first(jobs, walks, max(keep, 1))
+        return _best_first(jobs, walks, max(keep, 1), ahead)
     finally:
         for w in walks:
             w.close()
 
 
-def _best_first(jobs: Sequence[Job], walks: list[Resumable], keep: int) -> list[Priced | None]:
+def _best_first(
+    jobs: Sequence[Job], walks: list[Resumable], keep: int, ahead: int
+) -> list[Priced | None]:
     out: list[Priced | None] = [None] * len(jobs)
     kernel: list[Prediction | None] = [None] * len(jobs)
     extra: list[float | None] = [None if j.extra else 0.0 for j in jobs]
@@ -101,10 +109,12 @@ def _best_first(jobs: Sequence[Job], walks: list[Resumable], keep: int) -> list[
                 bound = r.at_least + others
             heapq.heappush(heap, (bound, memory, i))
         elif not refined[i]:
+            _prefetch(jobs, heap, i, ahead, kernel, extra)
             refined[i] = True
             low[i] = max(low[i], job.refine())
             heapq.heappush(heap, (kernel[i].seconds + low[i], memory, i))
         elif extra[i] is None:
+            _prefetch(jobs, heap, i, ahead, kernel, extra)
             extra[i] = job.extra()
             heapq.heappush(heap, (kernel[i].seconds + extra[i], memory, i))
         else:
@@ -113,6 +123,18 @@ def _best_first(jobs: Sequence[Job], walks: list[Resumable], keep: int) -> list[
             if done == keep:
                 kth = bound
     return out
+
+
+def _prefetch(jobs: Sequence[Job], heap: list, i: int, ahead: int, kernel, extra) -> None:
+    """Tell job i, then the ``ahead`` jobs next in the heap whose kernels are exact and extras
+    not, that their extras are wanted (a job not yet walked may well never need its extra)."""
+    if jobs[i].prefetch is None:
+        return
+    jobs[i].prefetch()
+    if ahead:
+        ready = (j for _, _, j in sorted(heap) if kernel[j] is not None and extra[j] is None)
+        for j in itertools.islice(ready, ahead):
+            jobs[j].prefetch()
 
 
 __all__ = ["GROWTH", "Job", "PROBE_EVENTS", "Priced", "search"]

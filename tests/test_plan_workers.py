@@ -1,0 +1,107 @@
+"""`distmm plan`'s workers (bench/plan_workers.py) price the candidates' redistributions ahead of
+the search: the plan is the same with them as without, when a worker dies, and where moves pair
+too many ranks to count (serial, no MPI)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import types
+
+import pytest
+from launch import distmm
+
+import bench.plan_ranking as plan_ranking
+import bench.plan_workers as plan_workers
+import layouts.endpoints as endpoints
+from bench.model import Profile, plan_moves
+from bench.planner import candidates
+from layouts.counting import pair_bound
+from layouts.endpoints import user_layouts
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork: Linux only")
+
+# (shape, P, layouts, topology, links): a mesh, a cluster priced pair by pair, the MN-Core tree
+CASES = [
+    ((96, 64, 80), 4, "block-cyclic:4", "mesh", None),
+    ((300, 500, 200), 12, "cols", "mesh", None),
+    ((200, 96, 128), 8, "rows", "cluster:4,2", "1gbe"),
+    ((64, 48, 80), 16, "block", "mncore:2,2,2,2", None),
+]
+
+
+def _plan(case, profile, **kw):
+    shape, P, layouts, topology, links = case
+    users = user_layouts(dict.fromkeys("ABC", layouts), shape, P)
+    return candidates(shape, P, profile, "float32", None, topology, links, users=users, **kw)
+
+
+def _table(cands) -> tuple:
+    rows = [
+        (c.algo, repr(sorted(c.options.items())), c.overlap, str(c.binding), c.seconds, c.kernel)
+        + (c.redistribute, c.relabel_bytes_saved, c.words, c.pareto)
+        for c in cands
+    ]
+    return rows, cands.pruned, cands.uncountable
+
+
+def _in_the_parent(*args, **kwargs):
+    raise AssertionError("a redistribution was priced in the parent")
+
+
+def _die(*args):
+    os._exit(3)  # a worker killed while pricing (say, by the kernel's OOM killer)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[3]}-P{c[1]}")
+def test_workers_price_what_the_plan_prices_alone(case, profile_file, monkeypatch):
+    profile = Profile.load(profile_file)
+    alone = _plan(case, profile, keep=5, workers=0)
+    monkeypatch.setattr(plan_ranking, "price_moves", _in_the_parent)  # every price a worker's
+    assert _table(_plan(case, profile, keep=5, workers=2)) == _table(alone)
+
+
+def test_a_dead_worker_leaves_its_prices_to_the_parent(profile_file, monkeypatch):
+    profile = Profile.load(profile_file)
+    alone = _plan(CASES[1], profile, keep=5, workers=0)
+    monkeypatch.setattr(plan_workers, "_priced", _die)  # the forked workers inherit it
+    assert _table(_plan(CASES[1], profile, keep=5, workers=2)) == _table(alone)
+
+
+def test_moves_a_worker_cannot_count_are_left_out_as_alone(profile_file, monkeypatch):
+    profile = Profile.load(profile_file)
+    shape, P, layouts, _, _ = CASES[0]
+    users = user_layouts(dict.fromkeys("ABC", layouts), shape, P)
+    bounds = sorted(
+        {
+            sum(pair_bound(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in plan_moves(users, c.plan))
+            for c in _plan(CASES[0], profile)
+        }
+    )
+    monkeypatch.setattr(endpoints, "MAX_PAIRS", bounds[0])  # some candidates refused
+    alone = _plan(CASES[0], profile, keep=5, workers=0)
+    assert alone.uncountable > 0
+    assert _table(_plan(CASES[0], profile, keep=5, workers=2)) == _table(alone)
+
+
+def test_how_many_workers(monkeypatch):
+    monkeypatch.setattr(plan_workers, "cores", lambda: 8)
+    assert plan_workers.workers_for(plan_workers.FROM_RANKS - 1) == 0
+    assert plan_workers.workers_for(8192) == plan_workers.MOST_WORKERS
+    assert plan_workers.workers_for(16, 3) == 3 and plan_workers.workers_for(8192, 0) == 0
+    monkeypatch.setattr(plan_workers, "cores", lambda: 1)
+    assert plan_workers.workers_for(8192) == 0
+    mpi = types.SimpleNamespace(Is_initialized=lambda: True, Is_finalized=lambda: False)
+    monkeypatch.setitem(sys.modules, "mpi4py.MPI", mpi)
+    assert plan_workers.workers_for(8192, 2) == 0  # never fork a process running MPI
+
+
+def test_plan_cli_workers(profile_file):
+    base = ["plan", "--shape", "300,500,200", "--P", "12", "--profile", str(profile_file)]
+    outs = [json.loads(distmm(*base, "--json", "--workers", n).stdout) for n in ("0", "2")]
+    for out in outs:
+        del out["planning_seconds"]
+    assert outs[0] == outs[1]
+    bad = distmm(*base, "--workers", "-1")
+    assert bad.returncode == 2 and "--workers: '-1' must be at least 0" in bad.stderr
