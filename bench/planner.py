@@ -19,7 +19,6 @@ from .errors import UsageError
 from .launch import Launcher, run_argv, shell_command
 from .model import Job, Profile, price, redistribution_seconds, search
 from .plan_ranking import Ranking, Redistributions, mark_pareto, set_words
-from .plan_workers import workers_for
 from .units import format_bytes
 
 
@@ -170,6 +169,8 @@ def candidates(
     npdt = np.dtype(dtype)
     moves, ahead = None, 0
     if users is not None and not all(u.native for u in users.values()):
+        from .plan_workers import workers_for  # (multiprocessing: not for native layouts)
+
         ahead = 0 if keep is None else workers_for(P, workers)
         moves = Redistributions(users, profile, npdt.itemsize, rpn, relabel, links, tree, ahead)
     cands: list[Candidate] = []
