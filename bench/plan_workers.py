@@ -33,6 +33,10 @@ from .model.move_bound import overlap_bound
 
 FROM_RANKS = 1024  # below this many ranks moves price in milliseconds: no workers
 MOST_WORKERS = 4  # each holds one candidate's rank pairs (up to a few hundred MB)
+# candidates the search names ahead per worker (bench.model.search: only those walked to the
+# end and bounded near the one priced): at 8192 ranks from block layouts 4 had 2 workers price
+# 8-13 layouts where 8 were needed, 0-0.1 s faster than 2, 0.1-0.5 s faster than 1
+AHEAD_PER_WORKER = 4
 
 _SETTINGS: tuple = ()  # (profile, itemsize, ranks per node, relabel, links, tree), for the fork
 
@@ -114,4 +118,4 @@ def _priced(all_moves, P: int, placed) -> tuple[str, float, object]:
     return "", bound, price
 
 
-__all__ = ["FROM_RANKS", "MOST_WORKERS", "Workers", "workers_for"]
+__all__ = ["AHEAD_PER_WORKER", "FROM_RANKS", "MOST_WORKERS", "Workers", "workers_for"]

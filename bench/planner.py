@@ -169,10 +169,11 @@ def candidates(
     npdt = np.dtype(dtype)
     moves, ahead = None, 0
     if users is not None and not all(u.native for u in users.values()):
-        from .plan_workers import workers_for  # (multiprocessing: not for native layouts)
+        from .plan_workers import AHEAD_PER_WORKER, workers_for  # (not for native layouts)
 
-        ahead = 0 if keep is None else workers_for(P, workers)
-        moves = Redistributions(users, profile, npdt.itemsize, rpn, relabel, links, tree, ahead)
+        count = 0 if keep is None else workers_for(P, workers)
+        moves = Redistributions(users, profile, npdt.itemsize, rpn, relabel, links, tree, count)
+        ahead = AHEAD_PER_WORKER * count
     cands: list[Candidate] = []
     jobs: list[Job] = []
     prices: dict = {}  # one price per distinct operation, shared by every candidate

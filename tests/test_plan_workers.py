@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import types
+from functools import partial
 
 import pytest
 from launch import distmm
@@ -105,3 +106,18 @@ def test_plan_cli_workers(profile_file):
     assert outs[0] == outs[1]
     bad = distmm(*base, "--workers", "-1")
     assert bad.returncode == 2 and "--workers: '-1' must be at least 0" in bad.stderr
+
+
+def test_the_search_names_ahead_only_jobs_walked_and_bounded_near():
+    from bench.model.search import AHEAD_WITHIN, Job, _prefetch
+
+    named = []
+    jobs = [Job(price=print, memory=0, prefetch=partial(named.append, k)) for k in range(6)]
+    walked = [object(), object(), None, object(), object(), object()]
+    extra = [None, None, None, 0.5, None, None]  # job 3 already priced
+    heap = [(1.0 + k / 10, 0, k) for k in range(5)] + [(1.01 * AHEAD_WITHIN, 0, 5)]
+    _prefetch(jobs, heap[1:], heap[0], 8, walked, extra)
+    assert named == [0, 1, 4]  # 2 not walked to the end, 3 priced, 5 bounded too far
+    named.clear()
+    _prefetch(jobs, heap[1:], heap[0], 1, walked, extra)
+    assert named == [0, 1]

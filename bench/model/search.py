@@ -33,6 +33,7 @@ PROBE_EVENTS = 16  # events each candidate is first walked for
 # as far in all: far enough that the hand-overs cost little beside the walking
 STRETCH_EVENTS = 64
 GROWTH = 1.25
+AHEAD_WITHIN = 1.5  # jobs prefetched ahead are bounded within this factor of the one priced
 
 
 @dataclass(frozen=True)
@@ -109,12 +110,12 @@ def _best_first(
                 bound = r.at_least + others
             heapq.heappush(heap, (bound, memory, i))
         elif not refined[i]:
-            _prefetch(jobs, heap, i, ahead, kernel, extra)
+            _prefetch(jobs, heap, (bound, memory, i), ahead, kernel, extra)
             refined[i] = True
             low[i] = max(low[i], job.refine())
             heapq.heappush(heap, (kernel[i].seconds + low[i], memory, i))
         elif extra[i] is None:
-            _prefetch(jobs, heap, i, ahead, kernel, extra)
+            _prefetch(jobs, heap, (bound, memory, i), ahead, kernel, extra)
             extra[i] = job.extra()
             heapq.heappush(heap, (kernel[i].seconds + extra[i], memory, i))
         else:
@@ -125,14 +126,19 @@ def _best_first(
     return out
 
 
-def _prefetch(jobs: Sequence[Job], heap: list, i: int, ahead: int, kernel, extra) -> None:
-    """Tell job i, then the ``ahead`` jobs next in the heap whose kernels are exact and extras
-    not, that their extras are wanted (a job not yet walked may well never need its extra)."""
+def _prefetch(jobs: Sequence[Job], heap: list, now: tuple, ahead: int, kernel, extra) -> None:
+    """Tell the job popped (``now``: its heap entry), then up to ``ahead`` jobs next in the
+    heap whose kernels are exact and extras not, and whose bounds are within AHEAD_WITHIN
+    times its own, that their extras are wanted. A job not yet walked, or bounded far above
+    the one priced now, may well never need its extra (at 8192 ranks such ones took a second
+    to price, in the way of those needed)."""
+    bound, _, i = now
     if jobs[i].prefetch is None:
         return
     jobs[i].prefetch()
     if ahead:
-        ready = (j for _, _, j in sorted(heap) if kernel[j] is not None and extra[j] is None)
+        near = (e for e in sorted(heap) if e[0] <= bound * AHEAD_WITHIN)
+        ready = (j for _, _, j in near if kernel[j] is not None and extra[j] is None)
         for j in itertools.islice(ready, ahead):
             jobs[j].prefetch()
 
