@@ -32,6 +32,13 @@ CASES = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _outside_mpi(monkeypatch):
+    """Earlier tests of the session may have initialised MPI in this process, where the
+    planner forks no workers; these never touch MPI."""
+    monkeypatch.delitem(sys.modules, "mpi4py.MPI", raising=False)
+
+
 def _plan(case, profile, **kw):
     shape, P, layouts, topology, links = case
     users = user_layouts(dict.fromkeys("ABC", layouts), shape, P)
