@@ -9,11 +9,12 @@ bounds it by the time walked so far plus the GEMMs still to come (Walk.bound), a
 bound; the smallest is refined until it is exact: its kernel walked on (bench/model/resumable.py:
 the loop pauses, it is never run twice) until its bound passes the next candidate's, at least a
 quarter and 64 events further than before each time, from a 16-event probe, else its extra
-bounded by ``refine``, else priced (its ``prefetch`` first told, with the next ``ahead`` in the
-heap's, so that workers can price those meanwhile: bench/plan_workers.py). An exact candidate
-popped is certainly the next best (every other key is at least its bound). After ``keep`` of
-them, only candidates needing less memory than every one popped can still be on the Pareto
-front; the rest are left out, their loops never walked to the end.
+bounded by ``refine``, else priced (its ``prefetch`` told first, and that of up to ``ahead``
+next in the heap that are walked to the end and bounded near it, so that workers can price
+those meanwhile: bench/plan_workers.py). An exact candidate popped is certainly the next best
+(every other key is at least its bound). After ``keep`` of them, only candidates needing less
+memory than every one popped can still be on the Pareto front; the rest are left out, their
+loops never walked to the end.
 """
 
 from __future__ import annotations
