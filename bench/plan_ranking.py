@@ -46,6 +46,7 @@ class Redistributions:
         self.prices: dict = {}
         self.overlaps: dict = {}  # key -> (moves, their overlaps, the bound), until priced
         self.refused = ""  # why some moves could not be counted (too many rank pairs)
+        self.keys: dict = {}  # id(plan) -> (plan, its layouts and mesh as text)
         self.workers = None
         if workers:  # started now: they import what pricing needs while the search walks
             from .plan_workers import Workers
@@ -58,8 +59,8 @@ class Redistributions:
 
     def prefetch(self, plan, binding=None) -> None:
         """Have a worker price ``plan``'s moves, if there are workers and it is not priced."""
-        key = (*_key(plan), _start(binding))
-        if self.workers is None or key in self.prices or _key(plan) in self.overlaps:
+        key = (*self._key(plan), _start(binding))
+        if self.workers is None or key in self.prices or key[:-1] in self.overlaps:
             return
         placed = None if key[-1] is None else binding.tree_ranks(plan.mesh, self.tree)
         self.workers.submit(key, plan_moves(self.users, plan), plan.P, placed)
@@ -74,15 +75,23 @@ class Redistributions:
         refused, bound, price = found
         if refused:
             self.refused = self.refused or refused
-            self.overlaps[_key(plan)] = (None, None, math.inf)
+            self.overlaps[self._key(plan)] = (None, None, math.inf)
             return math.inf, MovePrice(math.inf, 0.0, 0, None, 0)
         return bound, price
+
+    def _key(self, plan) -> tuple[str, ...]:
+        """:func:`_key`, once per plan (the search asks about each candidate many times;
+        formatting its layouts took 40 ms of a plan at 8192 ranks)."""
+        found = self.keys.get(id(plan))
+        if found is None or found[0] is not plan:
+            found = self.keys[id(plan)] = (plan, _key(plan))
+        return found[1]
 
     def _args(self, P: int) -> tuple:
         return (P, self.profile, self.itemsize, self.rpn)
 
     def price(self, plan, binding=None):
-        key = (*_key(plan), _start(binding))
+        key = (*self._key(plan), _start(binding))
         fetched = None if key in self.prices else self._fetched(key, plan)
         if fetched is not None:
             self.prices[key] = fetched[1]
@@ -103,7 +112,7 @@ class Redistributions:
             )
             # their overlaps are not kept (other orders of the same layouts, the tree's other
             # bindings, compute them again: kept, the whole board's took gigabytes)
-            del self.overlaps[_key(plan)]
+            del self.overlaps[self._key(plan)]
         return self.prices[key]
 
     def seconds(self, plan, binding=None) -> float:
@@ -111,7 +120,7 @@ class Redistributions:
 
     def uncountable(self, plan) -> bool:
         """Whether ``plan``'s moves were found to pair too many ranks to count."""
-        found = self.overlaps.get(_key(plan))
+        found = self.overlaps.get(self._key(plan))
         return found is not None and found[1] is None
 
     def lower_bound(self, plan) -> float:
@@ -121,14 +130,14 @@ class Redistributions:
     def overlap_bound(self, plan, binding=None) -> float:
         """From the overlaps, before relabelling (bench/model/move_bound.py: whatever the
         order); once priced, the price itself."""
-        key = (*_key(plan), _start(binding))
+        key = (*self._key(plan), _start(binding))
         if key in self.prices:
             return self.prices[key].seconds
         fetched = self._fetched(key, plan)
         return self._overlaps(plan)[2] if fetched is None else fetched[0]
 
     def _overlaps(self, plan) -> tuple:
-        key = _key(plan)
+        key = self._key(plan)
         if key not in self.overlaps:
             all_moves = plan_moves(self.users, plan)
             try:
