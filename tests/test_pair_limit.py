@@ -49,7 +49,7 @@ def test_moves_beyond_the_limit_are_refused_in_one_line(monkeypatch):
 
 def test_the_planner_leaves_uncountable_candidates_out(monkeypatch, profile_file):
     profile = Profile.load(profile_file)
-    users = user_layouts(dict.fromkeys("ABC", "block-cyclic:4"), SHAPE, 4)
+    users = user_layouts(dict.fromkeys("ABC", "cols"), SHAPE, 4)
     everything = candidates(SHAPE, 4, profile, users=users)
     assert everything.uncountable == 0
     bounds = sorted(

@@ -79,18 +79,18 @@ def test_a_dead_worker_leaves_its_prices_to_the_parent(profile_file, monkeypatch
 
 def test_moves_a_worker_cannot_count_are_left_out_as_alone(profile_file, monkeypatch):
     profile = Profile.load(profile_file)
-    shape, P, layouts, _, _ = CASES[0]
+    shape, P, layouts, _, _ = CASES[1]
     users = user_layouts(dict.fromkeys("ABC", layouts), shape, P)
     bounds = sorted(
         {
             sum(pair_bound(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in plan_moves(users, c.plan))
-            for c in _plan(CASES[0], profile)
+            for c in _plan(CASES[1], profile)
         }
     )
     monkeypatch.setattr(endpoints, "MAX_PAIRS", bounds[0])  # some candidates refused
-    alone = _plan(CASES[0], profile, keep=5, workers=0)
+    alone = _plan(CASES[1], profile, keep=5, workers=0)
     assert alone.uncountable > 0
-    assert _table(_plan(CASES[0], profile, keep=5, workers=2)) == _table(alone)
+    assert _table(_plan(CASES[1], profile, keep=5, workers=2)) == _table(alone)
 
 
 def test_how_many_workers(monkeypatch):
