@@ -64,6 +64,12 @@ def cases(shape=(7, 10)):
         ("rows_repl", _lay(f"((2_x, {c2(m)}), ({n}))", shape), xy),
         ("replicated", _lay(f"(({m}), ({n}))", shape), xy),
         ("window", _lay(f"(({m}), (4_Time, {-(-n // 4)}); R@[x + 2*y, window=2])", shape), xy),
+        # a window as wide as the Time axis: every residue has the same holders
+        (
+            "window_all",
+            _lay(f"((2_x, {c2(m)}), (4_Time, {-(-n // 4)}); R@[x + y, window=4])", shape),
+            xy,
+        ),
     ]
     return out
 
