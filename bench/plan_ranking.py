@@ -47,6 +47,7 @@ class Redistributions:
         self.overlaps: dict = {}  # key -> (moves, their overlaps, the bound), until priced
         self.refused = ""  # why some moves could not be counted (too many rank pairs)
         self.keys: dict = {}  # id(plan) -> (plan, its layouts and mesh as text)
+        self.shape_bounds: dict = {}
         self.workers = None
         if workers:  # started now: they import what pricing needs while the search walks
             from .plan_workers import Workers
@@ -124,8 +125,12 @@ class Redistributions:
         return found is not None and found[1] is None
 
     def lower_bound(self, plan) -> float:
-        """From the shapes alone (bench/model/move_bound.py)."""
-        return shape_bound(plan_moves(self.users, plan), *self._args(plan.P), self.links)
+        """From the shapes alone (bench/model/move_bound.py), once per native layouts."""
+        key = self._key(plan)
+        if key not in self.shape_bounds:
+            moves = plan_moves(self.users, plan)
+            self.shape_bounds[key] = shape_bound(moves, *self._args(plan.P), self.links)
+        return self.shape_bounds[key]
 
     def overlap_bound(self, plan, binding=None) -> float:
         """From the overlaps, before relabelling (bench/model/move_bound.py: whatever the
