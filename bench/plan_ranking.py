@@ -55,6 +55,7 @@ class Redistributions:
             self.workers = Workers(workers, (profile, itemsize, rpn, relabel, links, tree))
 
     def close(self) -> None:
+        """Stop the workers, if any (the search has ended)."""
         if self.workers is not None:
             self.workers.close()
 
@@ -134,7 +135,8 @@ class Redistributions:
 
     def overlap_bound(self, plan, binding=None) -> float:
         """From the overlaps, before relabelling (bench/model/move_bound.py: whatever the
-        order); once priced, the price itself."""
+        order): a worker's where one was asked for (the same figure); once priced, the price
+        itself."""
         key = (*self._key(plan), _start(binding))
         if key in self.prices:
             return self.prices[key].seconds
