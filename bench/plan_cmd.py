@@ -115,7 +115,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="processes pricing redistributions ahead of the search (default: as many as "
-        "cores, up to 4, from 1024 ranks; 0: none; --exhaustive prices in turn)",
+        "cores, up to 4, from 1024 ranks; 0: none)",
     )
     p.add_argument("--repeat", type=positive, default=3, help="with --run: timed repetitions")
     p.add_argument(

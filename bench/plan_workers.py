@@ -4,7 +4,8 @@ From the user's layouts at thousands of ranks, pricing one candidate's moves (co
 every pair of ranks exchanges, relabelling, summing each rank's load: bench/plan_ranking.py)
 takes 50-150 ms, and the search (bench/model/search.py) asks for one price after another while
 the rest of the plan waits. Here forked workers price the candidates the search says come next
-(Job.prefetch) while it waits for the one it needs. Each price is computed by the same functions
+(Job.prefetch; with ``--exhaustive``, every candidate, named at the start) while it walks or
+waits for the one it needs. Each price is computed by the same functions
 from the same inputs as in the parent (a fork inherits the profile and the settings), so the
 plan's answer is the same with workers or without. The workers start with the plan and import
 SciPy (for the relabelling's matchings, 0.3 s) below the parent's priority while it walks the

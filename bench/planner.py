@@ -171,7 +171,7 @@ def candidates(
     if users is not None and not all(u.native for u in users.values()):
         from .plan_workers import AHEAD_PER_WORKER, workers_for  # (not for native layouts)
 
-        count = 0 if keep is None else workers_for(P, workers)
+        count = workers_for(P, workers)
         moves = Redistributions(users, profile, npdt.itemsize, rpn, relabel, links, tree, count)
         ahead = AHEAD_PER_WORKER * count
     cands: list[Candidate] = []

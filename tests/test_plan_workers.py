@@ -62,12 +62,13 @@ def _die(*args):
     os._exit(3)  # a worker killed while pricing (say, by the kernel's OOM killer)
 
 
+@pytest.mark.parametrize("keep", [5, None], ids=["pruned", "exhaustive"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[3]}-P{c[1]}")
-def test_workers_price_what_the_plan_prices_alone(case, profile_file, monkeypatch):
+def test_workers_price_what_the_plan_prices_alone(case, keep, profile_file, monkeypatch):
     profile = Profile.load(profile_file)
-    alone = _plan(case, profile, keep=5, workers=0)
+    alone = _plan(case, profile, keep=keep, workers=0)
     monkeypatch.setattr(plan_ranking, "price_moves", _in_the_parent)  # every price a worker's
-    assert _table(_plan(case, profile, keep=5, workers=2)) == _table(alone)
+    assert _table(_plan(case, profile, keep=keep, workers=2)) == _table(alone)
 
 
 def test_a_dead_worker_leaves_its_prices_to_the_parent(profile_file, monkeypatch):

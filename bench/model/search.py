@@ -69,8 +69,13 @@ class Priced:
 def search(jobs: Sequence[Job], keep: int | None, ahead: int = 0) -> list[Priced | None]:
     """Each job priced, or None where it provably is neither among the ``keep`` smallest keys
     nor on the key/memory Pareto front. ``keep`` None: price every job in full. ``ahead``:
-    how many jobs next in line to ``prefetch`` whenever one's extra is bounded or priced."""
-    if keep is None:
+    how many jobs next in line to ``prefetch`` whenever one's extra is bounded or priced
+    (with ``keep`` None, any: every job is told first)."""
+    if keep is None:  # every extra wanted: all named first, for workers to price meanwhile
+        if ahead:
+            for j in jobs:
+                if j.prefetch is not None:
+                    j.prefetch()
         return [Priced(j.price(), j.extra() if j.extra else 0.0) for j in jobs]
     walks = [Resumable(j.price) for j in jobs]
     try:
