@@ -52,7 +52,7 @@ class Redistributions:
         if workers:  # started now: they import what pricing needs while the search walks
             from .plan_workers import Workers
 
-            self.workers = Workers(workers, (profile, itemsize, rpn, relabel, links, tree))
+            self.workers = Workers(workers, self)
 
     def close(self) -> None:
         """Stop the workers, if any (the search has ended)."""
@@ -64,8 +64,7 @@ class Redistributions:
         key = (*self._key(plan), _start(binding))
         if self.workers is None or key in self.prices or key[:-1] in self.overlaps:
             return
-        placed = None if key[-1] is None else binding.tree_ranks(plan.mesh, self.tree)
-        self.workers.submit(key, plan_moves(self.users, plan), plan.P, placed)
+        self.workers.submit(key, plan, binding)
 
     def _fetched(self, key, plan) -> tuple[float, MovePrice] | None:
         """(bound, price) a worker computed for ``key`` (waiting for it), else None."""

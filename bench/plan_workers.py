@@ -5,11 +5,10 @@ every pair of ranks exchanges, relabelling, summing each rank's load: bench/plan
 takes 50-150 ms, and the search (bench/model/search.py) asks for one price after another while
 the rest of the plan waits. Here forked workers price the candidates the search says come next
 (Job.prefetch; with ``--exhaustive``, every candidate, named at the start) while it walks or
-waits for the one it needs. Each price is computed by the same functions
-from the same inputs as in the parent (a fork inherits the profile and the settings), so the
-plan's answer is the same with workers or without. The workers start with the plan and import
-SciPy (for the relabelling's matchings, 0.3 s) below the parent's priority while it walks the
-candidates' loops; a worker that dies leaves its prices to the parent.
+waits for the one it needs. A worker prices with the parent's own Redistributions, inherited by
+the fork, so the plan's answer is the same with workers or without. The workers start with the
+plan and import SciPy (for the relabelling's matchings, 0.3 s) below the parent's priority while
+it walks the candidates' loops; a worker that dies leaves its prices to the parent.
 
 Only where pricing is dear (:data:`FROM_RANKS`), on Linux (where fork is the default start, and
 the only one that needs no re-import of the caller's main module), and never inside an MPI job:
@@ -18,19 +17,13 @@ forking a process that has initialised MPI is not safe.
 
 from __future__ import annotations
 
-import math
 import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
-from layouts.endpoints import move_overlaps
-from layouts.tensorlayout import LayoutError
-
 from .metadata import cores
-from .model import price_moves
-from .model.move_bound import overlap_bound
 
 FROM_RANKS = 1024  # below this many ranks moves price in milliseconds: no workers
 MOST_WORKERS = 4  # each holds one candidate's rank pairs (up to a few hundred MB)
@@ -39,7 +32,7 @@ MOST_WORKERS = 4  # each holds one candidate's rank pairs (up to a few hundred M
 # 8-13 layouts where 8 were needed, 0-0.1 s faster than 2, 0.1-0.5 s faster than 1
 AHEAD_PER_WORKER = 4
 
-_SETTINGS: tuple = ()  # (profile, itemsize, ranks per node, relabel, links, tree), for the fork
+_PRICER = None  # the planner's Redistributions (bench/plan_ranking.py), for the fork
 
 
 def workers_for(P: int, asked: int | None = None) -> int:
@@ -64,19 +57,19 @@ class Workers:
     """Forked processes pricing moves: :meth:`submit` once per key; :meth:`result` waits for
     it ((refused, bound, MovePrice): :func:`_priced`), None if the workers died."""
 
-    def __init__(self, count: int, settings: tuple):
-        global _SETTINGS
-        _SETTINGS = settings  # the forked workers inherit it
+    def __init__(self, count: int, pricer):
+        global _PRICER
+        _PRICER = pricer  # the forked workers inherit it
         self.pool = ProcessPoolExecutor(
             count, mp_context=multiprocessing.get_context("fork"), initializer=_warm
         )
         self.pool.submit(int)  # the first task starts every worker (and their imports) now
         self.pending: dict = {}
 
-    def submit(self, key, all_moves, P: int, placed) -> None:
+    def submit(self, key, plan, binding) -> None:
         if key not in self.pending:
             try:
-                self.pending[key] = self.pool.submit(_priced, all_moves, P, placed)
+                self.pending[key] = self.pool.submit(_priced, plan, binding)
             except BrokenProcessPool:
                 self.pending[key] = None
 
@@ -101,22 +94,17 @@ def _warm() -> None:
     """Import what pricing needs while the parent walks, below its priority: where cores are
     few the walk keeps one."""
     os.nice(10)
+    _PRICER.workers = None  # a worker prices in itself
     import scipy.sparse.csgraph  # noqa: F401
 
 
-def _priced(all_moves, P: int, placed) -> tuple[str, float, object]:
-    """("", the overlap bound, the MovePrice) of one candidate's moves, as Redistributions
-    computes them in the parent; (why, inf, None) where the moves pair too many ranks."""
-    profile, itemsize, rpn, relabel, links, tree = _SETTINGS
-    try:
-        overlaps = move_overlaps(all_moves)
-    except LayoutError as err:
-        return str(err), math.inf, None
-    bound = overlap_bound(all_moves, overlaps, P, profile, itemsize, rpn, links)
-    price = price_moves(
-        all_moves, P, profile, itemsize, rpn, relabel, links, overlaps, tree, placed
-    )
-    return "", bound, price
+def _priced(plan, binding) -> tuple[str, float, object]:
+    """(why its moves pair too many ranks to count, else "", the overlap bound, the MovePrice)
+    of a candidate, from the parent's Redistributions' own methods."""
+    _PRICER.refused = ""
+    bound = _PRICER.overlap_bound(plan, binding)
+    price = _PRICER.price(plan, binding)
+    return (_PRICER.refused if _PRICER.uncountable(plan) else ""), bound, price
 
 
 __all__ = ["AHEAD_PER_WORKER", "FROM_RANKS", "MOST_WORKERS", "Workers", "workers_for"]

@@ -54,8 +54,17 @@ def _table(cands) -> tuple:
     return rows, cands.pruned, cands.uncountable
 
 
-def _in_the_parent(*args, **kwargs):
-    raise AssertionError("a redistribution was priced in the parent")
+def _only_in_workers(parent: int):
+    """plan_ranking.price_moves failing in the process ``parent`` (the workers, forked with
+    it patched, price as before)."""
+    price_moves = plan_ranking.price_moves
+
+    def priced(*args, **kwargs):
+        if os.getpid() == parent:
+            raise AssertionError("a redistribution was priced in the parent")
+        return price_moves(*args, **kwargs)
+
+    return priced
 
 
 def _die(*args):
@@ -67,7 +76,7 @@ def _die(*args):
 def test_workers_price_what_the_plan_prices_alone(case, keep, profile_file, monkeypatch):
     profile = Profile.load(profile_file)
     alone = _plan(case, profile, keep=keep, workers=0)
-    monkeypatch.setattr(plan_ranking, "price_moves", _in_the_parent)  # every price a worker's
+    monkeypatch.setattr(plan_ranking, "price_moves", _only_in_workers(os.getpid()))
     assert _table(_plan(case, profile, keep=keep, workers=2)) == _table(alone)
 
 
