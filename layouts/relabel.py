@@ -33,7 +33,6 @@ each at P = 8192 instead of 0.1-0.6 s).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -194,16 +193,16 @@ def _trims(pairs: int, P: int) -> bool:
 def _heaviest(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:
     """(job ranks, native ranks) keeping the most in place: each native rank on a job rank it
     overlaps most, all distinct, where that can be (a maximum matching of the pairs of largest
-    weight per native rank, Hopcroft-Karp, that covers every native rank: no order keeps
+    weight per native rank, :func:`_max_matching`, that covers every native rank: no order keeps
     more), else :func:`_matching` (above _EXACT_PAIRS pairs, :func:`_by_levels`).
     Layouts tie often (at P = 8192 from block layouts, three of eight plans of 8192^3 match
-    this way in 1-8 ms each, against 0.3-0.45 s)."""
+    this way in 10-40 ms each, against 0.3-0.45 s)."""
     most = np.zeros(P, np.int64)
     np.maximum.at(most, native, weight)
     top = weight == most[native]  # exact: weights are sums of element counts
     natives = np.flatnonzero(np.bincount(native, minlength=P))
     # fewer ranks in the ties than native ranks cannot cover them, nor can two native ranks
-    # whose one tie is the same rank (Hall); Hopcroft-Karp failing on 200 000 ties took 0.2 s
+    # whose one tie is the same rank (Hall); a matching failing on 200 000 ties took 0.2 s
     # at P = 8192, and the second test finds the five of the eight relabellings of `distmm plan
     # --shape 8192,8192,8192 --P 8192` that go on to _by_levels (distinct ranks counted, not
     # np.unique'd: NumPy 2.4's np.unique hashes, 4-40 times slower than counting these)
@@ -228,8 +227,9 @@ def _by_levels(job, native, weight, P: int, most, top) -> tuple[np.ndarray, np.n
     most _LEVELS groups), each on a free rank it overlaps most (a maximum matching of those
     ties, :func:`_max_matching`), then those left out matched exactly on the ranks left free.
     Not optimal: on the eight relabellings of `distmm plan --shape 8192,8192,8192 --P 8192`
-    it moves at most 0.14% more bytes than the optimum (a maximal matching of the ties, before
-    Hopcroft-Karp ran on spread ranks: 0.33%)."""
+    it moves at most 0.19% more bytes than the optimum (0.33% with a maximal matching of the
+    ties in place of a maximum one; 0.14% with scipy's Hopcroft-Karp's maximum matchings, which
+    differ from the flow's)."""
     at = np.full(P, -1, np.int64)  # native rank -> job rank
     free = np.ones(P, bool)
     tie_job, tie_native = job[top], native[top]
@@ -251,26 +251,42 @@ def _by_levels(job, native, weight, P: int, most, top) -> tuple[np.ndarray, np.n
 
 def _max_matching(rows, cols, P: int) -> np.ndarray:
     """out[r]: the column row r is matched to (-1: none) in a maximum matching of the pairs
-    (rows[i], cols[i]) of a P x P bipartite graph (Hopcroft-Karp)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import maximum_bipartite_matching
+    (rows[i], cols[i]) of a P x P bipartite graph: the maximum flow from a source through every
+    row and column to a sink, unit capacities (Dinic's algorithm, which on such a graph is
+    Hopcroft-Karp's O(E sqrt(V))). Not scipy's maximum_bipartite_matching, 2-4 times faster
+    where it ends: its depth-first phase never marks a dead end, so on some layered graphs it
+    runs for ever (scipy/scipy#26147; 522 240 ties of rows into T10 F_op 32x4x64 at P = 8192,
+    stuck for over 11 minutes, here 50-70 ms)."""
+    from scipy.sparse import csr_array
+    from scipy.sparse.csgraph import maximum_flow
 
-    # its searches follow the labels: on the layouts' regular graphs in rank order it took up
-    # to 130 s at P = 8192 (2.4 million ties from block-cyclic:1024), with the ranks spread by
-    # a multiplicative hash under 1 s
-    spread = _spread(P)
-    graph = coo_matrix((np.ones(rows.size), (spread[rows], spread[cols])), shape=(P, P))
-    matched = maximum_bipartite_matching(graph.tocsr(), perm_type="column")[spread]
-    return np.where(matched >= 0, np.argsort(spread)[np.maximum(matched, 0)], -1)
-
-
-def _spread(P: int) -> np.ndarray:
-    """A permutation of 0 .. P - 1 that scatters neighbouring ranks: r * a mod P, a odd near
-    P times the golden ratio's fraction and prime to P."""
-    a = max(1, round(P * 0.6180339887))
-    while math.gcd(a, P) != 1:
-        a += 1
-    return np.arange(P, dtype=np.int64) * a % P
+    key = np.sort(np.asarray(rows, np.int64) * P + cols)  # the CSR's order; pairs once
+    key = key[np.append(True, key[1:] != key[:-1])[: key.size]]
+    # the graph over the rows and columns the pairs name (a level of _by_levels names few)
+    rows, cols = key // P, key % P
+    row_of, col_of = (np.flatnonzero(np.bincount(x, minlength=P)) for x in (rows, cols))
+    n, m = row_of.size, col_of.size
+    index = np.zeros(P, np.int64)
+    index[row_of] = np.arange(n)
+    rows = index[rows]
+    index[col_of] = np.arange(m)
+    cols = index[cols]
+    source, sink = n + m, n + m + 1  # rows are vertices 0 .. n-1, columns n .. n+m-1
+    heads = np.concatenate([n + cols, np.full(m, sink), np.arange(n)])
+    counts = np.concatenate([np.bincount(rows, minlength=n), np.ones(m, np.int64), [n, 0]])
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    graph = csr_array(
+        (np.ones(heads.size, np.int32), heads.astype(np.int32), indptr.astype(np.int32)),
+        shape=(sink + 1, sink + 1),
+    )
+    flow = maximum_flow(graph, source, sink, method="dinic").flow
+    # the rows' edges lead the flow's CSR (the solver added reverse edges, zero capacity)
+    edges = slice(0, flow.indptr[n])
+    tail = np.repeat(np.arange(n), np.diff(flow.indptr[: n + 1]))
+    used = (flow.data[edges] > 0) & (flow.indices[edges] >= n)
+    out = np.full(P, -1, np.int64)
+    out[row_of[tail[used]]] = col_of[flow.indices[edges][used] - n]
+    return out
 
 
 def _pair_tree_blocks(job, native, weight, P: int, groups: list) -> np.ndarray:
@@ -323,17 +339,28 @@ def _matching(job, native, weight) -> tuple[np.ndarray, np.ndarray]:
     ranks and one spare per native rank, columns native ranks and one spare per job rank; a
     job rank may take its spare (unmatched), a native rank its spare, and a native's spare the
     job's spare wherever the pair is an edge. Every edge weighs 1 more than its overlap, so each
-    perfect matching's weight is its overlap plus n + m."""
-    from scipy.sparse import coo_matrix
+    perfect matching's weight is its overlap plus n + m. Each row lists first the column of the
+    perfect matching of spares (job rank to its spare, a native's spare to the native), so the
+    Hopcroft-Karp check that scipy runs first finds it in one greedy pass (:func:`_max_matching`
+    says why that matters)."""
+    from scipy.sparse import csr_array
     from scipy.sparse.csgraph import min_weight_full_bipartite_matching
 
     jobs, job = np.unique(job, return_inverse=True)
     natives, native = np.unique(native, return_inverse=True)
     n, m = jobs.size, natives.size
-    rows = np.concatenate([job, np.arange(n), n + np.arange(m), n + native])
-    cols = np.concatenate([native, m + np.arange(n), np.arange(m), m + job])
-    data = np.concatenate([weight + 1.0, np.ones(n + m), np.ones(job.size)])
-    graph = coo_matrix((data, (rows, cols)), shape=(n + m, n + m)).tocsr()
+    by_job, by_native = np.argsort(job, kind="stable"), np.argsort(native, kind="stable")
+    per_job, per_native = np.bincount(job, minlength=n) + 1, np.bincount(native, minlength=m) + 1
+    indptr = np.concatenate([[0], np.cumsum(np.concatenate([per_job, per_native]))])
+    first = indptr[:-1]
+    cols = np.empty(indptr[-1], np.int64)
+    data = np.ones(indptr[-1])
+    rest = np.ones(indptr[-1], bool)
+    rest[first] = False
+    cols[first] = np.concatenate([m + np.arange(n), np.arange(m)])
+    cols[rest] = np.concatenate([native[by_job], m + job[by_native]])
+    data[rest] = np.concatenate([weight[by_job] + 1.0, np.ones(job.size)])
+    graph = csr_array((data, cols, indptr), shape=(n + m, n + m))
     _, match = min_weight_full_bipartite_matching(graph, maximize=True)
     real = (np.arange(n + m) < n) & (match < m)
     return jobs[real[:n].nonzero()[0]], natives[match[real]]
