@@ -132,7 +132,7 @@ def test_the_search_names_ahead_only_jobs_walked_and_bounded_near():
     jobs = [Job(price=print, memory=0, prefetch=partial(named.append, k)) for k in range(6)]
     walked = [object(), object(), None, object(), object(), object()]
     extra = [None, None, None, 0.5, None, None]  # job 3 already priced
-    heap = [(1.0 + k / 10, 0, k) for k in range(5)] + [(1.01 * AHEAD_WITHIN, 0, 5)]
+    heap = [(1.0 + k / 20, 0, k) for k in range(5)] + [(1.01 * AHEAD_WITHIN, 0, 5)]
     _prefetch(jobs, heap[1:], heap[0], 8, walked, extra)
     assert named == [0, 1, 4]  # 2 not walked to the end, 3 priced, 5 bounded too far
     named.clear()
