@@ -40,6 +40,7 @@ import numpy as np
 from topology.mesh import AbstractMesh
 
 from .counting import overlap_counts, summed
+from .matching import max_matching, max_weight_matching
 from .tensorlayout import TensorLayout
 
 
@@ -142,11 +143,12 @@ def relabel_pairs(
     in place when destination (native) mesh rank ``native[i]`` runs on rank ``job[i]`` (pairs
     may repeat: summed), ``total`` elements are needed. Each native rank on the rank holding
     most of what it needs when those differ (then optimal), else a maximum-weight matching on
-    the overlapping pairs (:func:`_matching`). With more than 4 _EDGES_PER_RANK pairs per rank
-    (P = 4096 and 1-D layouts), only each native rank's _EDGES_PER_RANK heaviest pairs: optimal
-    unless a native rank's best free rank is not among them (such spread overlaps keep little
-    in place anyway); with more than _EXACT_PAIRS of those, :func:`_by_levels` (not optimal).
-    With ``groups`` whole subtrees move, as in :func:`relabel` (:func:`_pair_tree_blocks`).
+    the overlapping pairs (:func:`max_weight_matching`). With more than 4 _EDGES_PER_RANK pairs
+    per rank (P = 4096 and 1-D layouts), only each native rank's _EDGES_PER_RANK heaviest
+    pairs: optimal unless a native rank's best free rank is not among them (such spread
+    overlaps keep little in place anyway); with more than _EXACT_PAIRS of those,
+    :func:`_by_levels` (not optimal). With ``groups`` whole subtrees move, as in
+    :func:`relabel` (:func:`_pair_tree_blocks`).
     The identity is kept where it is no worse."""
     key, weight = summed(job * P + native, kept)
     job, native = key // P, key % P
@@ -193,8 +195,8 @@ def _trims(pairs: int, P: int) -> bool:
 def _heaviest(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:
     """(job ranks, native ranks) keeping the most in place: each native rank on a job rank it
     overlaps most, all distinct, where that can be (a maximum matching of the pairs of largest
-    weight per native rank, :func:`_max_matching`, that covers every native rank: no order keeps
-    more), else :func:`_matching` (above _EXACT_PAIRS pairs, :func:`_by_levels`).
+    weight per native rank, :func:`max_matching`, that covers every native rank: no order keeps
+    more), else :func:`max_weight_matching` (above _EXACT_PAIRS pairs, :func:`_by_levels`).
     Layouts tie often (at P = 8192 from block layouts, three of eight plans of 8192^3 match
     this way in 10-40 ms each, against 0.3-0.45 s)."""
     most = np.zeros(P, np.int64)
@@ -212,12 +214,12 @@ def _heaviest(job, native, weight, P: int) -> tuple[np.ndarray, np.ndarray]:
         np.count_nonzero(np.bincount(tie_job, minlength=P)) >= natives.size
         and np.bincount(alone, minlength=P).max(initial=0) <= 1
     ):
-        matched = _max_matching(tie_native, tie_job, P)
+        matched = max_matching(tie_native, tie_job, P)
         if (matched[natives] >= 0).all():
             return matched[natives], natives
     if _top_size(native, P) <= _EXACT_PAIRS:
         keep = _top(native, weight, P)
-        return _matching(job[keep], native[keep], weight[keep])
+        return max_weight_matching(job[keep], native[keep], weight[keep])
     return _by_levels(job, native, weight, P, most, top)
 
 
@@ -225,7 +227,7 @@ def _by_levels(job, native, weight, P: int, most, top) -> tuple[np.ndarray, np.n
     """:func:`_heaviest` above _EXACT_PAIRS pairs, where an exact matching takes 0.1-0.6 s
     (P = 8192): the native ranks needing most first (by their heaviest overlap ``most``, in at
     most _LEVELS groups), each on a free rank it overlaps most (a maximum matching of those
-    ties, :func:`_max_matching`), then those left out matched exactly on the ranks left free.
+    ties, :func:`max_matching`), then those left out matched exactly on the ranks left free.
     Not optimal: on the eight relabellings of `distmm plan --shape 8192,8192,8192 --P 8192`
     it moves at most 0.19% more bytes than the optimum (0.33% with a maximal matching of the
     ties in place of a maximum one; 0.14% with scipy's Hopcroft-Karp's maximum matchings, which
@@ -238,55 +240,15 @@ def _by_levels(job, native, weight, P: int, most, top) -> tuple[np.ndarray, np.n
     levels = levels[np.append(True, levels[1:] != levels[:-1])]
     for group in np.array_split(levels, min(_LEVELS, levels.size)):
         ties = (need >= group[-1]) & (need <= group[0]) & free[tie_job]
-        matched = _max_matching(tie_native[ties], tie_job[ties], P)
+        matched = max_matching(tie_native[ties], tie_job[ties], P)
         hit = np.flatnonzero(matched >= 0)
         at[hit] = matched[hit]
         free[matched[hit]] = False
     held = np.flatnonzero(at >= 0)
     rest = np.flatnonzero(free[job] & (at[native] < 0))
     rest = rest[_top(native[rest], weight[rest], P)]
-    more_job, more_native = _matching(job[rest], native[rest], weight[rest])
+    more_job, more_native = max_weight_matching(job[rest], native[rest], weight[rest])
     return np.concatenate([at[held], more_job]), np.concatenate([held, more_native])
-
-
-def _max_matching(rows, cols, P: int) -> np.ndarray:
-    """out[r]: the column row r is matched to (-1: none) in a maximum matching of the pairs
-    (rows[i], cols[i]) of a P x P bipartite graph: the maximum flow from a source through every
-    row and column to a sink, unit capacities (Dinic's algorithm, which on such a graph is
-    Hopcroft-Karp's O(E sqrt(V))). Not scipy's maximum_bipartite_matching, 2-4 times faster
-    where it ends: its depth-first phase never marks a dead end, so on some layered graphs it
-    runs for ever (scipy/scipy#26147; 522 240 ties of rows into T10 F_op 32x4x64 at P = 8192,
-    stuck for over 11 minutes, here 50-70 ms)."""
-    from scipy.sparse import csr_array
-    from scipy.sparse.csgraph import maximum_flow
-
-    key = np.sort(np.asarray(rows, np.int64) * P + cols)  # the CSR's order; pairs once
-    key = key[np.append(True, key[1:] != key[:-1])[: key.size]]
-    # the graph over the rows and columns the pairs name (a level of _by_levels names few)
-    rows, cols = key // P, key % P
-    row_of, col_of = (np.flatnonzero(np.bincount(x, minlength=P)) for x in (rows, cols))
-    n, m = row_of.size, col_of.size
-    index = np.zeros(P, np.int64)
-    index[row_of] = np.arange(n)
-    rows = index[rows]
-    index[col_of] = np.arange(m)
-    cols = index[cols]
-    source, sink = n + m, n + m + 1  # rows are vertices 0 .. n-1, columns n .. n+m-1
-    heads = np.concatenate([n + cols, np.full(m, sink), np.arange(n)])
-    counts = np.concatenate([np.bincount(rows, minlength=n), np.ones(m, np.int64), [n, 0]])
-    indptr = np.concatenate([[0], np.cumsum(counts)])
-    graph = csr_array(
-        (np.ones(heads.size, np.int32), heads.astype(np.int32), indptr.astype(np.int32)),
-        shape=(sink + 1, sink + 1),
-    )
-    flow = maximum_flow(graph, source, sink, method="dinic").flow
-    # the rows' edges lead the flow's CSR (the solver added reverse edges, zero capacity)
-    edges = slice(0, flow.indptr[n])
-    tail = np.repeat(np.arange(n), np.diff(flow.indptr[: n + 1]))
-    used = (flow.data[edges] > 0) & (flow.indices[edges] >= n)
-    out = np.full(P, -1, np.int64)
-    out[row_of[tail[used]]] = col_of[flow.indices[edges][used] - n]
-    return out
 
 
 def _pair_tree_blocks(job, native, weight, P: int, groups: list) -> np.ndarray:
@@ -330,40 +292,6 @@ def _filled(to, of, n: int, want=None, has=None) -> np.ndarray:
         free = free[np.argsort(has[free], kind="stable")]
     out[unplaced] = free
     return out
-
-
-def _matching(job, native, weight) -> tuple[np.ndarray, np.ndarray]:
-    """(job ranks, native ranks) of a maximum-weight matching over the weighted pairs, by
-    scipy's sparse assignment (LAPJVsp) on a square graph that makes it perfect, over the n job
-    and m native ranks the pairs name (not all P: a residual matching names few): rows are job
-    ranks and one spare per native rank, columns native ranks and one spare per job rank; a
-    job rank may take its spare (unmatched), a native rank its spare, and a native's spare the
-    job's spare wherever the pair is an edge. Every edge weighs 1 more than its overlap, so each
-    perfect matching's weight is its overlap plus n + m. Each row lists first the column of the
-    perfect matching of spares (job rank to its spare, a native's spare to the native), so the
-    Hopcroft-Karp check that scipy runs first finds it in one greedy pass (:func:`_max_matching`
-    says why that matters)."""
-    from scipy.sparse import csr_array
-    from scipy.sparse.csgraph import min_weight_full_bipartite_matching
-
-    jobs, job = np.unique(job, return_inverse=True)
-    natives, native = np.unique(native, return_inverse=True)
-    n, m = jobs.size, natives.size
-    by_job, by_native = np.argsort(job, kind="stable"), np.argsort(native, kind="stable")
-    per_job, per_native = np.bincount(job, minlength=n) + 1, np.bincount(native, minlength=m) + 1
-    indptr = np.concatenate([[0], np.cumsum(np.concatenate([per_job, per_native]))])
-    first = indptr[:-1]
-    cols = np.empty(indptr[-1], np.int64)
-    data = np.ones(indptr[-1])
-    rest = np.ones(indptr[-1], bool)
-    rest[first] = False
-    cols[first] = np.concatenate([m + np.arange(n), np.arange(m)])
-    cols[rest] = np.concatenate([native[by_job], m + job[by_native]])
-    data[rest] = np.concatenate([weight[by_job] + 1.0, np.ones(job.size)])
-    graph = csr_array((data, cols, indptr), shape=(n + m, n + m))
-    _, match = min_weight_full_bipartite_matching(graph, maximize=True)
-    real = (np.arange(n + m) < n) & (match < m)
-    return jobs[real[:n].nonzero()[0]], natives[match[real]]
 
 
 def relabel_layouts(

@@ -166,53 +166,6 @@ def test_many_pairs_match_the_ranks_needing_most_first(monkeypatch):
         assert exact.bytes_after == relabel(V, itemsize=4).bytes_after
 
 
-def test_matching_on_few_of_many_ranks_is_a_maximum_weight_matching():
-    """_matching builds its graph over the ranks its pairs name (a residual names few of P):
-    the weight it keeps is linear_sum_assignment's on the dense matrix, its pairs are pairs
-    given, each rank used once."""
-    from scipy.optimize import linear_sum_assignment
-
-    from layouts.relabel import _matching
-
-    rng = np.random.default_rng(8)
-    P = 64
-    for _ in range(10):
-        jobs = rng.choice(P, 9, replace=False)
-        natives = rng.choice(P, 6, replace=False)
-        V = np.zeros((P, P), np.int64)
-        V[np.ix_(jobs, natives)] = rng.integers(0, 9, (9, 6)) * (rng.random((9, 6)) < 0.5)
-        job, native, weight = _pairs(V)
-        got_job, got_native = _matching(job, native, weight)
-        assert len(set(got_job.tolist())) == got_job.size
-        assert len(set(got_native.tolist())) == got_native.size
-        assert (V[got_job, got_native] > 0).all()
-        rows, cols = linear_sum_assignment(V, maximize=True)
-        assert V[got_job, got_native].sum() == V[rows, cols].sum()
-
-
-@pytest.mark.parametrize("seed", range(5))
-@pytest.mark.parametrize("P", [1, 40, 64])
-def test_max_matching_is_a_maximum_matching(seed, P):
-    """layouts.relabel._max_matching (a unit-capacity maximum flow): each row on one of its own
-    columns, no column twice, as many as scipy's Hopcroft-Karp; on random pairs (some twice),
-    some rows over few columns, so some rows must stay unmatched."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import maximum_bipartite_matching
-
-    from layouts.relabel import _max_matching
-
-    rng = np.random.default_rng(seed)
-    rows = rng.integers(0, P, 300)
-    cols = rng.integers(0, -(-P // 3), 300) * 3 % P  # a third of the columns
-    out = _max_matching(rows, cols, P)
-    matched = np.flatnonzero(out >= 0)
-    pairs = set(zip(rows.tolist(), cols.tolist(), strict=True))
-    assert all((int(r), int(out[r])) in pairs for r in matched)
-    assert np.unique(out[matched]).size == matched.size
-    graph = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(P, P)).tocsr()
-    assert matched.size == (maximum_bipartite_matching(graph, perm_type="column") >= 0).sum()
-
-
 def test_ties_that_stall_hopcroft_karp_relabel_in_seconds(profile_file):
     """Relabelling A, B and C from rows into T10 F_op 32x4x64 at P = 8192 matches 522 240 ties
     on which scipy's maximum_bipartite_matching ran for over 11 minutes (scipy/scipy#26147);
@@ -226,29 +179,3 @@ def test_ties_that_stall_hopcroft_karp_relabel_in_seconds(profile_file):
     )
     assert out.returncode == 0, out.stderr
     assert "relabelling saves" in out.stdout
-
-
-def test_matching_lists_the_spares_first():
-    """_matching's graph lists first, in every row, the column of the perfect matching of
-    spares, so the Hopcroft-Karp check scipy runs before its assignment matches every row in
-    its first greedy pass (no augmenting path to search, whatever the pairs)."""
-    import scipy.sparse.csgraph as csgraph
-    from scipy.sparse import csr_array
-
-    import layouts.relabel as relabel_module
-
-    real, seen = csgraph.min_weight_full_bipartite_matching, []
-
-    def record(graph, maximize):
-        seen.append(graph)
-        return real(graph, maximize=maximize)
-
-    rng = np.random.default_rng(2)
-    key = np.unique(rng.integers(0, 30, 200) * 20 + rng.integers(0, 20, 200))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(csgraph, "min_weight_full_bipartite_matching", record)
-        relabel_module._matching(key // 20, key % 20, rng.integers(1, 9, key.size))
-    (graph,) = seen
-    assert isinstance(graph, csr_array)
-    first = graph.indices[graph.indptr[:-1]]
-    assert sorted(first.tolist()) == list(range(graph.shape[0]))  # a perfect matching

@@ -1,0 +1,189 @@
+"""Bipartite matchings for the relabelling (layouts/relabel.py), over rank pairs at any P.
+
+:func:`max_matching` (most pairs, each rank once) is a maximum flow, not scipy's
+``maximum_bipartite_matching``: that Hopcroft-Karp never marks a dead end in its depth-first
+phase, so on some layered graphs it runs for ever (scipy/scipy#26147: the 522 240 ties of A, B
+and C from `rows` into T10 F_op 32x4x64 at P = 8192 ran for over 11 minutes). Ranks whose
+partners are the same set (twins: from 1-D layouts, 8192 job ranks had 128 distinct sets) are
+one vertex with a capacity, so such graphs shrink by the twins' number before the flow.
+:func:`max_weight_matching` (the most weight) is scipy's sparse assignment, set up so that the
+Hopcroft-Karp it runs first has nothing to search.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def max_matching(rows, cols, P: int) -> np.ndarray:
+    """out[r]: the column row r is matched to (-1: none) in a maximum matching of the pairs
+    (rows[i], cols[i]) of a P x P bipartite graph (pairs may repeat): a maximum flow (scipy's
+    Dinic, on unit capacities Hopcroft-Karp's O(E sqrt(V))) from a source through the rows and
+    the columns to a sink. From _TWINS_FROM pairs, ranks with the same partners (twins, found
+    by a hash of their partners) are one vertex of their number's capacity, a pair of groups
+    joined wherever a pair of members is, and each group's flow goes to its members in turn.
+    Were ranks of different partners taken for twins, the groups' graph would only gain pairs
+    (its flow is still at least a maximum matching), and the matching is checked pair by pair:
+    if one is not a pair, the flow runs again without groups."""
+    key = np.sort(np.asarray(rows, np.int64) * P + cols)  # by row, then column; pairs once
+    key = key[np.append(True, key[1:] != key[:-1])[: key.size]]
+    if not key.size:
+        return np.full(P, -1, np.int64)
+    rows, cols = key // P, key % P
+    if key.size >= _TWINS_FROM:
+        out = _by_twins(rows, cols, P)
+        if out is not None:
+            pair = np.flatnonzero(out >= 0) * P + out[out >= 0]
+            if (key[np.minimum(np.searchsorted(key, pair), key.size - 1)] == pair).all():
+                return out
+    # the graph over the ranks the pairs name (a level of the relabelling's names few)
+    row_of, col_of = np.flatnonzero(np.bincount(rows)), np.flatnonzero(np.bincount(cols))
+    index = np.zeros(P, np.int64)
+    index[row_of] = np.arange(row_of.size)
+    src = index[rows]
+    index[col_of] = np.arange(col_of.size)
+    tail, head, _ = _flow(src, index[cols], row_of.size, col_of.size)
+    out = np.full(P, -1, np.int64)
+    out[row_of[tail]] = col_of[head]
+    return out
+
+
+# from this many pairs twins are looked for, and groups used where they are at most this part
+# of one side's ranks: from 1-D layouts at P = 8192, 128-512 groups of 8192 ranks (1.56 million
+# pairs matched in 130 ms, not 230); from block layouts, at most half as many groups as ranks
+# where the pairs were this many (hashing 172 216 pairs cost 6-11 ms, 25% of their matching)
+_TWINS_FROM = 1 << 18
+_TWINS_SHRINK = 0.25
+_DENSE_GROUP_PAIRS = 1 << 24  # up to this many group pairs, counted in an array, not sorted
+
+
+def _by_twins(rows, cols, P: int) -> np.ndarray | None:
+    """:func:`max_matching` over groups of twins of pairs sorted by (row, column), each once;
+    None where neither side's groups are at most _TWINS_SHRINK of its ranks."""
+    row_of, row_members, row_size = _twins(rows, cols, P)
+    col_of, col_members, col_size = _twins(cols, rows, P)
+    n, m = row_size.size, col_size.size
+    if n > row_members.size * _TWINS_SHRINK and m > col_members.size * _TWINS_SHRINK:
+        return None
+    edge = row_of[rows] * m + col_of[cols]
+    if n * m <= min(_DENSE_GROUP_PAIRS, 4 * rows.size):
+        edge = np.flatnonzero(np.bincount(edge, minlength=n * m))
+    else:
+        edge = np.sort(edge)
+        edge = edge[np.append(True, edge[1:] != edge[:-1])]
+    tail, head, units = _flow(edge // m, edge % m, row_size, col_size)
+    # unit k of a group's flow goes to its k-th member, the units in order of the other side
+    row_at = _unit_positions(tail, units, row_size)
+    order = np.argsort(head, kind="stable")
+    col_at = np.empty(row_at.size, np.int64)
+    col_at[_unit_order(order, units)] = _unit_positions(head[order], units[order], col_size)
+    out = np.full(P, -1, np.int64)
+    out[row_members[row_at]] = col_members[col_at]
+    return out
+
+
+def _flow(src, dst, src_size, dst_size) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(src, dst, units) of each pair carrying flow in a maximum flow from a source through n
+    vertices, each taking up to its size, over the pairs (src[i], dst[i]) (sorted by src, each
+    once; up to the smaller size) to m vertices, each giving up to its size to a sink; sizes
+    are arrays, or n and m for sizes of 1."""
+    from scipy.sparse import csr_array
+    from scipy.sparse.csgraph import maximum_flow
+
+    if isinstance(src_size, int):
+        n, m = src_size, dst_size
+        caps = np.ones(src.size + m + n, np.int32)
+    else:
+        n, m = src_size.size, dst_size.size
+        caps = np.concatenate([np.minimum(src_size[src], dst_size[dst]), dst_size, src_size])
+    source, sink = n + m, n + m + 1  # vertices 0 .. n-1, then n .. n+m-1
+    heads = np.concatenate([n + dst, np.full(m, sink), np.arange(n)])
+    counts = np.concatenate([np.bincount(src, minlength=n), np.ones(m, np.int64), [n, 0]])
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    graph = csr_array(
+        (caps.astype(np.int32), heads.astype(np.int32), indptr.astype(np.int32)),
+        shape=(sink + 1, sink + 1),
+    )
+    flow = maximum_flow(graph, source, sink, method="dinic").flow
+    # the first n vertices' edges lead the flow's CSR (the solver added reverse edges, 0 wide)
+    ends = flow.indptr[n]
+    tail = np.repeat(np.arange(n), np.diff(flow.indptr[: n + 1]))
+    head, units = flow.indices[:ends] - n, flow.data[:ends]
+    used = (units > 0) & (head >= 0) & (head < m)
+    return tail[used], head[used], units[used].astype(np.int64)
+
+
+def _twins(a, b, P: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(group of each rank (P entries; -1: in no pair), the ranks by group, each group's size)
+    of the ranks ``a`` of pairs (a[i], b[i]): ranks with the same partners one group, found by
+    their number and a hash of them (a sum of random integers, exact in float64; ranks of
+    different partners it puts together cost :func:`max_matching` a second flow, nothing
+    else)."""
+    degree = np.bincount(a, minlength=P)
+    ranks = np.flatnonzero(degree)
+    bits = 52 - a.size.bit_length()  # sums of a.size such integers stay below 2^52
+    weight = np.random.default_rng(0).integers(0, 1 << bits, P)
+    keys = (np.bincount(a, weight[b], minlength=P)[ranks], degree[ranks])
+    order = np.lexsort(keys)  # stable: twins in rank order
+    new = np.append(True, np.any([k[order][1:] != k[order][:-1] for k in keys], axis=0))
+    group = np.empty(ranks.size, np.int64)
+    group[order] = np.cumsum(new[: ranks.size]) - 1
+    of = np.full(P, -1, np.int64)
+    of[ranks] = group
+    return of, ranks[order], np.bincount(group)
+
+
+def _unit_positions(group, units, size) -> np.ndarray:
+    """For edges (``group``, ``units`` of flow) in order, each unit's position among the
+    members listed by group (a group's units to its members in turn)."""
+    starts = np.cumsum(size) - size
+    before = np.cumsum(units) - units  # units of earlier edges
+    first = np.append(True, group[1:] != group[:-1])[: group.size]
+    group_first = np.maximum.accumulate(np.where(first, np.arange(group.size), 0))
+    offset = before - before[group_first]  # units of earlier edges of the same group
+    k = np.arange(units.sum()) - np.repeat(before, units)
+    return np.repeat(starts[group] + offset, units) + k
+
+
+def _unit_order(order, units) -> np.ndarray:
+    """Where each unit of the edges taken in ``order`` stands among the units in edge order."""
+    before = np.cumsum(units) - units
+    moved = units[order]
+    k = np.arange(moved.sum()) - np.repeat(np.cumsum(moved) - moved, moved)
+    return np.repeat(before[order], moved) + k
+
+
+def max_weight_matching(job, native, weight) -> tuple[np.ndarray, np.ndarray]:
+    """(job ranks, native ranks) of a maximum-weight matching over the weighted pairs, by
+    scipy's sparse assignment (LAPJVsp) on a square graph that makes it perfect, over the n job
+    and m native ranks the pairs name (not all P: a residual matching names few): rows are job
+    ranks and one spare per native rank, columns native ranks and one spare per job rank; a
+    job rank may take its spare (unmatched), a native rank its spare, and a native's spare the
+    job's spare wherever the pair is an edge. Every edge weighs 1 more than its overlap, so each
+    perfect matching's weight is its overlap plus n + m. Each row lists first the column of the
+    perfect matching of spares (job rank to its spare, a native's spare to the native), so the
+    Hopcroft-Karp check scipy runs first finds it in one greedy pass (no search to stall)."""
+    from scipy.sparse import csr_array
+    from scipy.sparse.csgraph import min_weight_full_bipartite_matching
+
+    jobs, job = np.unique(job, return_inverse=True)
+    natives, native = np.unique(native, return_inverse=True)
+    n, m = jobs.size, natives.size
+    by_job, by_native = np.argsort(job, kind="stable"), np.argsort(native, kind="stable")
+    per_job, per_native = np.bincount(job, minlength=n) + 1, np.bincount(native, minlength=m) + 1
+    indptr = np.concatenate([[0], np.cumsum(np.concatenate([per_job, per_native]))])
+    first = indptr[:-1]
+    cols = np.empty(indptr[-1], np.int64)
+    data = np.ones(indptr[-1])
+    rest = np.ones(indptr[-1], bool)
+    rest[first] = False
+    cols[first] = np.concatenate([m + np.arange(n), np.arange(m)])
+    cols[rest] = np.concatenate([native[by_job], m + job[by_native]])
+    data[rest] = np.concatenate([weight[by_job] + 1.0, np.ones(job.size)])
+    graph = csr_array((data, cols, indptr), shape=(n + m, n + m))
+    _, match = min_weight_full_bipartite_matching(graph, maximize=True)
+    real = (np.arange(n + m) < n) & (match < m)
+    return jobs[real[:n].nonzero()[0]], natives[match[real]]
+
+
+__all__ = ["max_matching", "max_weight_matching"]
