@@ -36,7 +36,7 @@ def max_matching(rows, cols, P: int) -> np.ndarray:
             pair = np.flatnonzero(out >= 0) * P + out[out >= 0]
             if (key[np.minimum(np.searchsorted(key, pair), key.size - 1)] == pair).all():
                 return out
-    # the graph over the ranks the pairs name (a level of the relabelling's names few)
+    # the graph over the ranks the pairs name (one of _by_levels' levels names few)
     row_of, col_of = np.flatnonzero(np.bincount(rows)), np.flatnonzero(np.bincount(cols))
     index = np.zeros(P, np.int64)
     index[row_of] = np.arange(row_of.size)
@@ -117,8 +117,7 @@ def _twins(a, b, P: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(group of each rank (P entries; -1: in no pair), the ranks by group, each group's size)
     of the ranks ``a`` of pairs (a[i], b[i]): ranks with the same partners one group, found by
     their number and a hash of them (a sum of random integers, exact in float64; ranks of
-    different partners it puts together cost :func:`max_matching` a second flow, nothing
-    else)."""
+    different partners it puts together cost :func:`max_matching` at most a second flow)."""
     degree = np.bincount(a, minlength=P)
     ranks = np.flatnonzero(degree)
     bits = 52 - a.size.bit_length()  # sums of a.size such integers stay below 2^52
