@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: calibrate this machine, sweep every algorithm at 4 and 8 ranks from native and
-# from block layouts (traced, with the model's prediction), and write the report. Sets up .venv first (scripts/setup.sh). Started
-# again, the sweep skips the runs already in results/quickstart.csv.
+# from block layouts (traced, with the model's prediction), and write the report. Sets up .venv
+# first (scripts/setup.sh). Started again, the sweep skips the runs already in
+# results/quickstart.csv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
