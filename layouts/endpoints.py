@@ -20,7 +20,7 @@ from topology.mesh import AbstractMesh
 from .counting import exchange_counts, overlap_pairs, pair_bound
 from .named import user_layout
 from .relabel import Relabelling, relabel_pairs
-from .tensorlayout import LayoutError, TensorLayout
+from .tensorlayout import LayoutError, TensorLayout, TooManyPairs
 
 NATIVE = "native"
 MATRICES = {"A": (0, 1), "B": (1, 2), "C": (0, 2)}  # the dimensions of (M, K, N) each spans
@@ -105,13 +105,13 @@ MAX_PAIRS = 1 << 23
 
 
 def move_overlaps(all_moves: Sequence[Move]) -> list[tuple]:
-    """Each move's layouts.counting.overlap_pairs, refused (LayoutError, one line) where
+    """Each move's layouts.counting.overlap_pairs, refused (TooManyPairs, one line) where
     together they would hold more than MAX_PAIRS entries (every rank's part overlapping most
     others' at thousands of ranks), before any is made."""
     bounds = [pair_bound(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
     if sum(bounds) > MAX_PAIRS:
         m = all_moves[max(range(len(bounds)), key=bounds.__getitem__)]
-        raise LayoutError(
+        raise TooManyPairs(
             f"{m.matrix} {m.src} -> {m.dst}",
             f"at P = {m.src_mesh.size} these moves pair up to {sum(bounds):,} (source, "
             f"destination) rank parts, more than the {MAX_PAIRS:,} distmm counts: each rank's "

@@ -39,10 +39,19 @@ _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 class LayoutError(ValueError):
     """The one error a malformed or inconsistent layout raises; it quotes the input."""
 
+    what = "invalid layout"
+
     def __init__(self, text: str, problem: str):
         self.text = text
         self.problem = problem
-        super().__init__(f"invalid layout {text!r}: {problem}")
+        super().__init__(f"{self.what} {text!r}: {problem}")
+
+
+class TooManyPairs(LayoutError):
+    """A move between valid layouts whose rank pairs are too many to count
+    (layouts.endpoints.MAX_PAIRS)."""
+
+    what = "moving"
 
 
 @dataclass(frozen=True)

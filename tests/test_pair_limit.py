@@ -43,6 +43,7 @@ def test_moves_beyond_the_limit_are_refused_in_one_line(monkeypatch):
     with pytest.raises(LayoutError, match="more than the .* distmm counts") as err:
         move_overlaps(moves)
     assert "\n" not in str(err.value) and f"pair up to {bound:,} " in str(err.value)
+    assert str(err.value).startswith("moving '")  # valid layouts: not "invalid layout"
     with pytest.raises(LayoutError, match="pair up to"):  # the run's relabelling too
         endpoints.relabelling(moves, 4)
 
