@@ -46,6 +46,9 @@ class LayoutError(ValueError):
         self.problem = problem
         super().__init__(f"{self.what} {text!r}: {problem}")
 
+    def __reduce__(self):  # pickled whole (out of a plan's worker process, say)
+        return type(self), (self.text, self.problem)
+
 
 class TooManyPairs(LayoutError):
     """A move between valid layouts whose rank pairs are too many to count

@@ -69,3 +69,16 @@ def test_the_planner_leaves_uncountable_candidates_out(monkeypatch, profile_file
     monkeypatch.setattr(endpoints, "MAX_PAIRS", 0)
     with pytest.raises(UsageError, match="no candidate can be priced end to end"):
         candidates(SHAPE, 4, profile, users=users)
+
+
+def test_layout_errors_cross_processes_whole():
+    """A LayoutError pickles with its text and problem (a plan's worker hands back what it
+    raises), its kind kept."""
+    import pickle
+
+    from layouts.tensorlayout import TooManyPairs
+
+    for err in (LayoutError("((4_PE), (8:1))", "bad"), TooManyPairs("A x -> y", "too many")):
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is type(err) and str(back) == str(err)
+        assert (back.text, back.problem) == (err.text, err.problem)
