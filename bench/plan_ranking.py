@@ -75,10 +75,16 @@ class Redistributions:
             return None
         refused, bound, price = found
         if refused:
-            self.refused = self.refused or refused
-            self.overlaps[self._key(plan)] = (None, None, math.inf)
-            return math.inf, MovePrice(math.inf, 0.0, 0, None, 0)
+            self._refuse(plan, refused)
+            return math.inf, _UNCOUNTABLE
         return bound, price
+
+    def _refuse(self, plan, why: str, all_moves=None) -> tuple:
+        """Record that ``plan``'s moves pair too many ranks to count (``why``: the words of
+        the first such refusal are kept); its overlaps entry, which :meth:`uncountable` reads."""
+        self.refused = self.refused or why
+        found = self.overlaps[self._key(plan)] = (all_moves, None, math.inf)
+        return found
 
     def _key(self, plan) -> tuple[str, ...]:
         """:func:`_key`, once per plan (the search asks about each candidate many times;
@@ -98,8 +104,8 @@ class Redistributions:
             self.prices[key] = fetched[1]
         elif key not in self.prices:
             all_moves, overlaps, _ = self._overlaps(plan)
-            if overlaps is None:  # too many pairs to count: ranked after every other
-                self.prices[key] = MovePrice(math.inf, 0.0, 0, None, 0)
+            if overlaps is None:  # too many pairs to count
+                self.prices[key] = _UNCOUNTABLE
                 return self.prices[key]
             placed = None if key[-1] is None else binding.tree_ranks(plan.mesh, self.tree)
             self.prices[key] = price_moves(
@@ -149,9 +155,7 @@ class Redistributions:
             try:
                 overlaps = move_overlaps(all_moves)
             except LayoutError as err:
-                self.refused = self.refused or str(err)
-                self.overlaps[key] = (all_moves, None, math.inf)
-                return self.overlaps[key]
+                return self._refuse(plan, str(err), all_moves)
             bound = overlap_bound(all_moves, overlaps, *self._args(plan.P), self.links)
             self.overlaps[key] = (all_moves, overlaps, bound)
         return self.overlaps[key]
@@ -163,6 +167,10 @@ class Redistributions:
         c.redistribute = (p.redistribute_in, p.redistribute_out)
         c.relabel_bytes_saved = p.bytes_saved
         c.words += p.words
+
+
+# the price of moves pairing too many ranks to count: ranked after every other
+_UNCOUNTABLE = MovePrice(math.inf, 0.0, 0, None, 0)
 
 
 def _key(plan) -> tuple[str, ...]:
