@@ -69,7 +69,9 @@ def plan(shape, P: int, *, grid=None, panel: int | None = None, overlap: bool = 
 
 def prepare(plan: Plan, a: np.ndarray, b: np.ndarray, coords):
     w = plan.params["panel"]
-    if is_placeholder(a):  # symbolic: the same shapes, nothing laid out
+    if a.shape[1] == w:  # one panel: panel-major is the block as it is, no copy
+        a_memory = a
+    elif is_placeholder(a):  # symbolic: the same shapes, nothing laid out
         a_memory = placeholder((plan.A.local_size,), a.dtype)
     else:
         a_memory = to_memory(plan.A, a)

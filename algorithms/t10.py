@@ -185,10 +185,10 @@ def _units(block: np.ndarray, layout, coords, head: int, u: int, axis: int) -> t
 
 
 def _unit(block: np.ndarray, i: int, u: int, axis: int) -> np.ndarray:
-    """Unit i (u columns of A / rows of B) as a contiguous copy; a placeholder's is a view."""
-    if is_placeholder(block):
-        return block[:, i * u : (i + 1) * u] if axis == 1 else block[i * u : (i + 1) * u]
-    return np.ascontiguousarray(np.take(block, range(i * u, (i + 1) * u), axis=axis))
+    """Unit i (u columns of A / rows of B), contiguous: the block's own memory where it is
+    (rows of B; A's columns when one unit spans them), else a copy; a placeholder's is a view."""
+    unit = block[:, i * u : (i + 1) * u] if axis == 1 else block[i * u : (i + 1) * u]
+    return unit if is_placeholder(block) else np.ascontiguousarray(unit)
 
 
 class _Ring:

@@ -62,20 +62,24 @@ class Batch:
     def __call__(self, blocks, comm, reuse: bool = False) -> tuple[np.ndarray, ...]:
         """Each part's destination block from its source block in ``blocks`` (one dtype);
         ``reuse`` as for Transfer.start."""
-        started = [p.start(b, reuse) for p, b in zip(self.parts, blocks, strict=True)]
+        started = [
+            None if p.keeps_as_is(b) else p.start(b, reuse)
+            for p, b in zip(self.parts, blocks, strict=True)
+        ]
         if not self.local_only:
-            send, recv = self._buffer(started[0][2])
+            send, recv = self._buffer(blocks[0])
             for i, offset, index in self.sends:
                 index.take(started[i][2], send[offset : offset + index.size])
             mpitype = _mpi_type(send.dtype)
             sends, recvs = self.through_mpi
             comm.Alltoallv([send, sends, mpitype], [recv, recvs, mpitype])
-        for p, (_, whole, flat) in zip(self.parts, started, strict=True):
-            p.keep(flat, whole)
+        for p, begun in zip(self.parts, started, strict=True):
+            if begun is not None:
+                p.keep(begun[2], begun[1])
         if not self.local_only:
             for i, offset, index in self.recvs:
                 index.put(started[i][1], recv[offset : offset + index.size])
-        return tuple(out for out, _, _ in started)
+        return tuple(b if s is None else s[0] for b, s in zip(blocks, started, strict=True))
 
     def _buffer(self, like: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The kept send and receive buffers for ``like``'s dtype."""

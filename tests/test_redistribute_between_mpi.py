@@ -14,10 +14,11 @@ import pytest
 from mpi4py import MPI
 
 from layouts import LayoutError, generate_block, parse_layout
+from layouts.batch import Batch
 from layouts.counting import exchange_counts
 from layouts.named import grid, user_layout
 from layouts.relabel import relabel_layouts
-from layouts.transfer import redistribute_between
+from layouts.transfer import redistribute_between, transfer
 from topology import AbstractMesh, MeshError
 
 SEED = 23
@@ -146,6 +147,36 @@ def test_native_up_to_a_permutation_sends_nothing():
         and np.array_equal(out, generate_block(d, dm.coords(best.ranks.index(me)), SEED))
     )
     assert comm.allreduce(int(not ok)) == 0
+
+
+@pytest.mark.mpi
+def test_a_move_that_changes_nothing_returns_the_block_itself():
+    """Layouts that differ in notation only (block, and the 2-D blocks on a mesh that runs the
+    other way, relabelled): every rank's block is its destination block as it is, so the move
+    copies nothing, alone or batched with a move that does move (rows to cols). (With
+    padding it copies: the destination's padding must be zero.)"""
+    comm = MPI.COMM_WORLD
+    me, P = comm.Get_rank(), comm.Get_size()
+    lays = layouts_for((72, 72), P)  # divides on every grid of 1-9 ranks
+    (s, sm), (d, dm) = lays["block"], lays["blocks_yx"]
+    ranks = relabel_layouts(s, sm, d, dm).ranks
+    same = transfer(s, sm, d, dm, comm, ranks)
+    (r, rm), (c, cm) = lays["rows"], lays["cols"]
+    moving = transfer(r, rm, c, cm, comm, ranks)
+    block = generate_block(s, sm.coords(me), SEED)
+    rows = generate_block(r, rm.coords(me), SEED + 1)
+    want = generate_block(c, cm.coords(ranks.index(me)), SEED + 1)
+    failures = []
+    if same(block, comm) is not block:
+        failures.append("a move that changes nothing copied the block")
+    kept, moved = Batch.of([same, moving], me)((block, rows), comm)
+    if kept is not block:
+        failures.append("batched, a move that changes nothing copied the block")
+    if not np.array_equal(moved, want):
+        failures.append("batched beside one that changes nothing, rows -> cols is wrong")
+    if P > 1 and moving.keeps_as_is(rows):
+        failures.append("rows -> cols taken for a move that changes nothing")
+    assert _failures(comm, failures) == []
 
 
 @pytest.mark.mpi
