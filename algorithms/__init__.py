@@ -2,10 +2,12 @@
 
 Every module ends with ``ALGORITHM = Algorithm(...)`` (algorithms.spec): its name, the grids it
 admits for P ranks, its options, ``plan(shape, P, **options) -> Plan`` (validates and declares
-the A, B, C layouts), ``prepare(plan, a, b, coords)`` (arranges this rank's generated blocks,
-untimed), ``multiply(plan, comm, state) -> C block`` (the timed SPMD loop), the cost the
-literature states, the memory a rank needs and the shapes its GEMMs take (which the planner's
-bounds price). Adding an algorithm is its module plus one line in ``_registry``.
+the A, B, C layouts), ``prepare(plan, a, b, coords)`` (arranges this rank's blocks as its
+loop reads them: untimed in a native run, in the phase in of an end-to-end one, where the model
+prices what it copies, algorithms.symbolic.copied_bytes), ``multiply(plan, comm, state) -> C
+block`` (the timed SPMD loop), the cost the literature states, the memory a rank needs and
+the shapes its GEMMs take (which the planner's bounds price). Adding an algorithm is its
+module plus one line in ``_registry``.
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ class Algorithm:
     plan: Callable[..., Plan]  # plan(shape, P, *, overlap=True, **{option.name: value})
     multiply: Callable  # (plan, comm, state) -> this rank's C block
     options: tuple[Option, ...] = (GRID,)
-    prepare: Callable = keep_blocks  # (plan, a, b, coords) -> state; untimed
+    prepare: Callable = keep_blocks  # (plan, a, b, coords) -> state (see the package's doc)
     # (shape, P, grid, alpha, beta per word) -> {"seconds", "words_per_rank", "formula", "note"}
     stated_cost: Callable | None = None
     memory: Callable[[Plan, int], int] = blocks_memory

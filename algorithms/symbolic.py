@@ -4,7 +4,8 @@ shape, dtype and ``nbytes`` but one element of memory.
 A placeholder is a read-only zero-stride view of a one-element array, so slicing and indexing it
 give placeholders too, and an accidental write raises instead of touching memory. A symbolic
 :class:`~algorithms.comm.Comm` hands out placeholders for its work buffers and results; prepare
-functions pass them through (:func:`reshaped`, :func:`unit`) instead of copying.
+functions pass them through (:func:`reshaped`) where they would not copy, and make a fresh one
+where they would (:func:`copied_bytes` tells them apart, for the model's price of prepare).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def is_placeholder(x) -> bool:
 
 
 def reshaped(x: np.ndarray, shape) -> np.ndarray:
-    """``x.reshape(shape)``; a placeholder stays a placeholder (no copy)."""
+    """``x.reshape(shape)``; a placeholder's is a placeholder viewing its element (no copy)."""
     if not is_placeholder(x):
         return x.reshape(shape)
     shape = list(shape)
@@ -32,7 +33,18 @@ def reshaped(x: np.ndarray, shape) -> np.ndarray:
         i = shape.index(-1)
         rest = int(np.prod([s for j, s in enumerate(shape) if j != i]))
         shape[i] = x.size // rest
-    return placeholder(shape, x.dtype)
+    return as_strided(x, tuple(int(s) for s in shape), (0,) * len(shape), writeable=False)
 
 
-__all__ = ["is_placeholder", "placeholder", "reshaped"]
+def copied_bytes(state, *inputs: np.ndarray) -> int:
+    """Bytes of the arrays in a prepared ``state`` (arrays in nested tuples and lists) that are
+    no view of ``inputs``: what prepare copied. Placeholders count alike: prepare makes a fresh
+    one where it would copy, a view of its input where it would not."""
+    if isinstance(state, np.ndarray):
+        return 0 if any(np.may_share_memory(state, x) for x in inputs) else state.nbytes
+    if isinstance(state, tuple | list):
+        return sum(copied_bytes(s, *inputs) for s in state)
+    return 0
+
+
+__all__ = ["copied_bytes", "is_placeholder", "placeholder", "reshaped"]

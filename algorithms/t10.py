@@ -57,7 +57,7 @@ from .cannon import stated_cost as cannon_cost
 from .comm import Pending
 from .plan import Plan, PlanError, ceil_to, check_shape
 from .spec import Algorithm, Option
-from .symbolic import is_placeholder
+from .symbolic import is_placeholder, placeholder
 
 NAME = "t10"
 
@@ -186,9 +186,12 @@ def _units(block: np.ndarray, layout, coords, head: int, u: int, axis: int) -> t
 
 def _unit(block: np.ndarray, i: int, u: int, axis: int) -> np.ndarray:
     """Unit i (u columns of A / rows of B), contiguous: the block's own memory where it is
-    (rows of B; A's columns when one unit spans them), else a copy; a placeholder's is a view."""
+    (rows of B; A's columns when one unit spans them), else a copy (of a placeholder, a fresh
+    one: algorithms.symbolic.copied_bytes)."""
     unit = block[:, i * u : (i + 1) * u] if axis == 1 else block[i * u : (i + 1) * u]
-    return unit if is_placeholder(block) else np.ascontiguousarray(unit)
+    if not is_placeholder(block):
+        return np.ascontiguousarray(unit)
+    return placeholder(unit.shape, unit.dtype) if axis == 1 and u < block.shape[1] else unit
 
 
 class _Ring:

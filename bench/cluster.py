@@ -25,6 +25,7 @@ from .model import (
     predict,
     price_moves,
     schedule,
+    setup_seconds,
     stated_cost,
 )
 from .units import format_bytes
@@ -87,7 +88,7 @@ def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tu
         rpn,
         not args.no_relabel,
         links,
-    )
+    ).with_setup(setup_seconds(module, plan, profile, args.dtype, rpn))
     total = pred.seconds + moved.seconds
     made = profile.meta.get("ranks")
     record = {

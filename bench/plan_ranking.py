@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from algorithms import get
 from layouts.endpoints import move_overlaps
 from layouts.tensorlayout import LayoutError
 
-from .model import MovePrice, Profile, plan_moves, price_moves
+from .model import MovePrice, Profile, plan_moves, price_moves, setup_seconds
 from .model.bound import words_bound
 from .model.move_bound import overlap_bound, shape_bound
 
@@ -122,8 +125,16 @@ class Redistributions:
             del self.overlaps[self._key(plan)]
         return self.prices[key]
 
-    def seconds(self, plan, binding=None) -> float:
-        return self.price(plan, binding).seconds
+    def seconds(self, plan, binding=None, algorithm=None) -> float:
+        """The moves' price, with ``algorithm``'s prepare in the phase in (its copies:
+        bench.model.setup_seconds; they depend on the plan, not only on its layouts)."""
+        return self.price(plan, binding).with_setup(self._setup(algorithm, plan)).seconds
+
+    def _setup(self, algorithm, plan) -> float:
+        if algorithm is None:
+            return 0.0
+        dtype = np.dtype(f"f{self.itemsize}")
+        return setup_seconds(algorithm, plan, self.profile, dtype, self.rpn)
 
     def uncountable(self, plan) -> bool:
         """Whether ``plan``'s moves were found to pair too many ranks to count."""
@@ -162,7 +173,7 @@ class Redistributions:
 
     def describe(self, c) -> None:
         """Set candidate ``c``'s redistribution fields (its kernel fields are set)."""
-        p = self.price(c.plan, c.binding)
+        p = self.price(c.plan, c.binding).with_setup(self._setup(get(c.algo), c.plan))
         c.layouts, c.relabel = self.specs, self.relabel
         c.redistribute = (p.redistribute_in, p.redistribute_out)
         c.relabel_bytes_saved = p.bytes_saved

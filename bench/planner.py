@@ -205,7 +205,7 @@ def candidates(
                         prices=prices,
                     )
                     if moves is not None:
-                        extra = partial(moves.seconds, plan, b)
+                        extra = partial(moves.seconds, plan, b, algorithm)
                         refine = partial(moves.overlap_bound, plan, b)
                         bound, fetch = moves.lower_bound(plan), partial(moves.prefetch, plan, b)
                         jobs.append(Job(run, mem, extra, bound, refine, fetch))

@@ -19,7 +19,15 @@ import numpy as np
 from layouts.endpoints import label
 
 from .errors import UsageError
-from .model import Profile, plan_moves, predict, price_moves, schedule, stated_cost
+from .model import (
+    Profile,
+    plan_moves,
+    predict,
+    price_moves,
+    schedule,
+    setup_seconds,
+    stated_cost,
+)
 from .options import (
     add_json,
     add_layouts,
@@ -100,6 +108,7 @@ def _on_mesh(args, module, plan, profile, rpn: int, started, users) -> tuple[dic
     word = np.dtype(args.dtype).itemsize
     stated = stated_cost(plan.algo, plan.shape, plan.P, plan.grid, profile.at(rpn), word)
     price = price_moves(plan_moves(users, plan), plan.P, profile, word, rpn, not args.no_relabel)
+    price = price.with_setup(setup_seconds(module, plan, profile, args.dtype, rpn))
     record = {
         **_head(plan, args.dtype),
         "layouts": plan.describe(),
@@ -171,7 +180,7 @@ def _on_tree(args, module, plan, profile, rpn: int, started, users) -> tuple[dic
             relabel, placed = not args.no_relabel, b.tree_ranks(plan.mesh, tree)
             price = price_moves(
                 all_moves, plan.P, profile, word, rpn, relabel, links, tree=tree, placed=placed
-            )
+            ).with_setup(setup_seconds(module, plan, profile, args.dtype, rpn))
             row.update(_end_to_end(plan, pred, price))
         rows.append({**row, "seconds_to_evaluate": time.perf_counter() - t0})
     rows.sort(key=lambda r: r["predicted_seconds"])

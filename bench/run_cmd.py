@@ -18,7 +18,7 @@ from .endtoend import PHASES, end_to_end, job_comm, placed_binding
 from .errors import UsageError
 from .faults import fault_from_env
 from .metadata import collect
-from .model import Profile, move_seconds, predict, schedule
+from .model import Profile, move_seconds, predict, schedule, setup_seconds
 from .options import add_json, add_layouts, add_plan_arguments, add_profile, layout_specs
 from .runner import (
     Repetitions,
@@ -180,6 +180,8 @@ def main(args) -> int:
         events = schedule(module, plan, 0, dtype, binding, tree)
         kernel = predict(events, profile, str(dtype), rpn, links=links, P=plan.P).as_dict()
         moved = move_seconds(e2e.moves, e2e.ranks, profile, dtype.itemsize, rpn, links)
+        if e2e.moves:  # the algorithm prepares in the phase in
+            moved["redistribute_in"] += setup_seconds(module, plan, profile, dtype, rpn)
         result.update(kernel)
         result["predicted_multiply_seconds"] = kernel["predicted_seconds"]
         for phase, seconds in moved.items():

@@ -5,12 +5,17 @@ run's phase in pays no copy the model does not price."""
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
 
-from algorithms import get
+from algorithms import ALGORITHMS, get
+from algorithms.symbolic import copied_bytes, placeholder
+from bench.model import Profile, plan_moves, price_moves, setup_seconds
+from bench.planner import _option_sets
 from layouts import to_memory
+from layouts.endpoints import user_layouts
 
 SHAPES = [(96, 64, 80), (100, 70, 30), (33, 17, 65)]
 
@@ -63,3 +68,43 @@ def test_t10_prepare_copies_only_a_units_narrower_than_its_block(fop):
     np.testing.assert_array_equal(
         np.sort(np.concatenate(a_units, axis=1).ravel()), np.sort(a.ravel())
     )
+
+
+@pytest.mark.parametrize("name", ALGORITHMS)
+def test_the_model_counts_what_prepare_copies(name):
+    """algorithms.symbolic.copied_bytes of prepare on placeholders (what the model prices in an
+    end-to-end run's phase in) equals what prepare copies of real blocks, for every candidate
+    the planner tries at 1-9 ranks, on every rank."""
+    module, copied = get(name), set()
+    for shape, P in itertools.product(SHAPES, (1, 2, 4, 6, 8, 9)):
+        for opts, _ in _option_sets(module, shape, P):
+            plan = module.plan(shape, P, **opts)
+            for rank in range(plan.P):
+                coords = plan.mesh.at(rank).coords
+                a = np.ones(plan.A.block_shape, np.float32)
+                b = np.ones(plan.B.block_shape, np.float32)
+                real = copied_bytes(module.prepare(plan, a, b, coords), a, b)
+                a, b = (placeholder(x.shape, x.dtype) for x in (a, b))
+                assert copied_bytes(module.prepare(plan, a, b, coords), a, b) == real, opts
+                copied.add(real > 0)
+    if name in ("summa", "t10"):  # A in several panels (units) is copied
+        assert copied == {True, False}
+
+
+def test_an_end_to_end_prediction_prices_prepare_in_the_phase_in(profile_file):
+    """T10 with A in four units copies A in prepare: predict puts that in the phase in, at the
+    profile's copy bandwidth, and not when every layout is native (nothing timed before)."""
+    profile = Profile.load(profile_file)
+    t10 = get("t10")
+    plan = t10.plan((512, 256, 128), 4, fop=(4, 1, 1))
+    seconds = setup_seconds(t10, plan, profile, "float32", 4)
+    assert seconds == pytest.approx(
+        math.prod(plan.A.block_shape) * 4 / profile.copy_bandwidth * profile.slowdown(4)
+    )
+    cannon = get("cannon")
+    assert setup_seconds(cannon, cannon.plan((512, 256, 128), 4), profile, "float32", 4) == 0
+    users = user_layouts(dict.fromkeys("ABC", "block"), plan.shape, 4)
+    moved = price_moves(plan_moves(users, plan), 4, profile, 4, 4)
+    assert moved.with_setup(seconds).redistribute_in == moved.redistribute_in + seconds
+    native = price_moves([], 4, profile, 4, 4)
+    assert native.with_setup(seconds) == native

@@ -24,7 +24,7 @@ from .redistribution import (
     redistribution_seconds,
     transfer_seconds,
 )
-from .schedule import Pruned, bytes_per_rank, price, schedule
+from .schedule import Pruned, bytes_per_rank, price, schedule, setup_seconds
 from .search import Job, search
 from .stated import stated_cost
 from .walk import Prediction, communication_seconds, predict
@@ -49,6 +49,7 @@ __all__ = [
     "price_moves",
     "redistribution_seconds",
     "schedule",
+    "setup_seconds",
     "search",
     "stated_cost",
     "transfer_seconds",

@@ -10,7 +10,7 @@ A profile from before that was measured prices it as the calibrated all-to-all
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -46,10 +46,19 @@ class MovePrice:
     ranks: tuple[int, ...] | None  # native mesh rank d runs on job rank ranks[d]
     bytes_saved: int  # by the relabelling, against the identity order
     closing: float = 0.0
+    has_moves: bool = True  # False: every layout native, nothing timed but the multiplication
 
     @property
     def seconds(self) -> float:
         return self.redistribute_in + self.redistribute_out + self.closing
+
+    def with_setup(self, seconds: float) -> MovePrice:
+        """This price with the algorithm's prepare (bench.model.schedule.setup_seconds) in the
+        phase in, where a run with moves prepares; without moves nothing is timed before the
+        multiplication."""
+        if not self.has_moves:
+            return self
+        return replace(self, redistribute_in=self.redistribute_in + seconds)
 
 
 def pairs_seconds(
@@ -209,7 +218,7 @@ def price_moves(
     if placed is not None:
         placed = tuple(int(r) for r in placed)
     if not all_moves:
-        return MovePrice(0.0, 0.0, 0, None, 0)
+        return MovePrice(0.0, 0.0, 0, None, 0, has_moves=False)
     barrier = phase_barrier(P, profile, ranks_per_node, links)
     if overlaps is None:
         overlaps = move_overlaps(all_moves)

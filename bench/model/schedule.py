@@ -161,10 +161,22 @@ def _symbolic(algorithm, plan, rank, dtype, binding, tree, cache):
     return state
 
 
+def setup_seconds(algorithm, plan, profile: Profile, dtype, ranks_per_node: int) -> float:
+    """What the algorithm's prepare copies (rank 0's blocks into what its loop reads: SUMMA's A
+    in several panels, T10's A units; algorithms.symbolic.copied_bytes) costs at the profile's
+    copy bandwidth, slowed as GEMMs are where ranks share cores. An end-to-end run prepares in
+    its phase in (bench/endtoend.py); a native run before its timed region, unpriced."""
+    from algorithms.symbolic import copied_bytes
+
+    a, b = (placeholder(m.block_shape, dtype) for m in (plan.A, plan.B))
+    copied = copied_bytes(algorithm.prepare(plan, a, b, plan.mesh.at(0).coords), a, b)
+    return copied / profile.copy_bandwidth * profile.slowdown(ranks_per_node)
+
+
 def bytes_per_rank(algorithm, plan, dtype="float32") -> list[int]:
     """Bytes each rank sends in one multiplication (the counting convention of
     algorithms/events.py)."""
     return [sum(e.sent for e in schedule(algorithm, plan, r, dtype)) for r in range(plan.P)]
 
 
-__all__ = ["Pruned", "bytes_per_rank", "price", "schedule"]
+__all__ = ["Pruned", "bytes_per_rank", "price", "schedule", "setup_seconds"]
