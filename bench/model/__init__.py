@@ -49,8 +49,8 @@ __all__ = [
     "price_moves",
     "redistribution_seconds",
     "schedule",
-    "setup_seconds",
     "search",
+    "setup_seconds",
     "stated_cost",
     "transfer_seconds",
 ]

@@ -15,7 +15,7 @@ import numpy as np
 
 from algorithms.comm import Comm
 from algorithms.events import Event
-from algorithms.symbolic import placeholder
+from algorithms.symbolic import copied_bytes, placeholder
 
 from .profile import Profile
 from .walk import Prediction, Stop, Walk, barrier_seconds
@@ -166,8 +166,6 @@ def setup_seconds(algorithm, plan, profile: Profile, dtype, ranks_per_node: int)
     in several panels, T10's A units; algorithms.symbolic.copied_bytes) costs at the profile's
     copy bandwidth, slowed as GEMMs are where ranks share cores. An end-to-end run prepares in
     its phase in (bench/endtoend.py); a native run before its timed region, unpriced."""
-    from algorithms.symbolic import copied_bytes
-
     a, b = (placeholder(m.block_shape, dtype) for m in (plan.A, plan.B))
     copied = copied_bytes(algorithm.prepare(plan, a, b, plan.mesh.at(0).coords), a, b)
     return copied / profile.copy_bandwidth * profile.slowdown(ranks_per_node)
