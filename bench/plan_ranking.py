@@ -20,7 +20,7 @@ import numpy as np
 
 from algorithms import get
 from layouts.endpoints import move_overlaps
-from layouts.tensorlayout import LayoutError
+from layouts.tensorlayout import TooManyPairs
 
 from .model import MovePrice, Profile, plan_moves, price_moves, setup_seconds
 from .model.bound import words_bound
@@ -165,7 +165,7 @@ class Redistributions:
             all_moves = plan_moves(self.users, plan)
             try:
                 overlaps = move_overlaps(all_moves)
-            except LayoutError as err:
+            except TooManyPairs as err:  # any other LayoutError is a fault: it surfaces
                 return self._refuse(plan, str(err), all_moves)
             bound = overlap_bound(all_moves, overlaps, *self._args(plan.P), self.links)
             self.overlaps[key] = (all_moves, overlaps, bound)

@@ -71,6 +71,21 @@ def test_the_planner_leaves_uncountable_candidates_out(monkeypatch, profile_file
         candidates(SHAPE, 4, profile, users=users)
 
 
+def test_only_moves_too_big_to_count_are_left_out(monkeypatch, profile_file):
+    """The planner leaves out candidates whose moves pair too many ranks (TooManyPairs); any
+    other LayoutError from counting them is a fault, and surfaces instead of being taken for
+    that."""
+    import bench.plan_ranking as ranking
+
+    def broken(all_moves):
+        raise LayoutError("((4_PE), (8:1))", "inconsistent")
+
+    monkeypatch.setattr(ranking, "move_overlaps", broken)
+    users = user_layouts(dict.fromkeys("ABC", "cols"), SHAPE, 4)
+    with pytest.raises(LayoutError, match="inconsistent"):
+        candidates(SHAPE, 4, Profile.load(profile_file), users=users)
+
+
 def test_layout_errors_cross_processes_whole():
     """A LayoutError pickles with its text and problem (a plan's worker hands back what it
     raises), its kind kept."""
