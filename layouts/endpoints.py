@@ -104,11 +104,16 @@ def moves(users: Mapping[str, UserLayout], native: Mapping[str, tuple]) -> list[
 MAX_PAIRS = 1 << 23
 
 
+def pair_bounds(all_moves: Sequence[Move]) -> list[int]:
+    """Each move's layouts.counting.pair_bound: at most how many entries its overlaps hold."""
+    return [pair_bound(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
+
+
 def move_overlaps(all_moves: Sequence[Move]) -> list[tuple]:
     """Each move's layouts.counting.overlap_pairs, refused (TooManyPairs, one line) where
     together they would hold more than MAX_PAIRS entries (every rank's part overlapping most
     others' at thousands of ranks), before any is made."""
-    bounds = [pair_bound(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in all_moves]
+    bounds = pair_bounds(all_moves)
     if sum(bounds) > MAX_PAIRS:
         m = all_moves[max(range(len(bounds)), key=bounds.__getitem__)]
         raise TooManyPairs(
@@ -190,6 +195,7 @@ __all__ = [
     "move_counts",
     "move_overlaps",
     "moves",
+    "pair_bounds",
     "relabelling",
     "user_layouts",
 ]

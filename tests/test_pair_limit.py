@@ -12,7 +12,7 @@ from bench.errors import UsageError
 from bench.model import Profile, plan_moves
 from bench.planner import candidates
 from layouts.counting import overlap_pairs, pair_bound
-from layouts.endpoints import move_overlaps, user_layouts
+from layouts.endpoints import move_overlaps, pair_bounds, user_layouts
 from layouts.tensorlayout import LayoutError
 
 SHAPE = (96, 64, 80)
@@ -37,7 +37,7 @@ def test_pair_bound_holds_every_entry(algo, layouts, P):
 
 def test_moves_beyond_the_limit_are_refused_in_one_line(monkeypatch):
     moves = _moves("summa", "block-cyclic:4", 4)
-    bound = sum(pair_bound(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in moves)
+    bound = sum(pair_bounds(moves))
     assert len(move_overlaps(moves)) == 3
     monkeypatch.setattr(endpoints, "MAX_PAIRS", bound - 1)
     with pytest.raises(LayoutError, match="more than the .* distmm counts") as err:
@@ -53,19 +53,14 @@ def test_the_planner_leaves_uncountable_candidates_out(monkeypatch, profile_file
     users = user_layouts(dict.fromkeys("ABC", "cols"), SHAPE, 4)
     everything = candidates(SHAPE, 4, profile, users=users)
     assert everything.uncountable == 0
-    bounds = sorted(
-        {
-            sum(pair_bound(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in plan_moves(users, c.plan))
-            for c in everything
-        }
-    )
+    bounds = sorted({sum(pair_bounds(plan_moves(users, c.plan))) for c in everything})
     assert len(bounds) > 1  # a limit between them leaves some candidates in, some out
     monkeypatch.setattr(endpoints, "MAX_PAIRS", bounds[0])
     some = candidates(SHAPE, 4, profile, users=users)
     assert some and some.uncountable == len(everything) - len(some)
     for c in some:
         moves = plan_moves(users, c.plan)
-        assert sum(pair_bound(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in moves) <= bounds[0]
+        assert sum(pair_bounds(moves)) <= bounds[0]
     monkeypatch.setattr(endpoints, "MAX_PAIRS", 0)
     with pytest.raises(UsageError, match="no candidate can be priced end to end"):
         candidates(SHAPE, 4, profile, users=users)

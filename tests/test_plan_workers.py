@@ -18,8 +18,7 @@ import bench.plan_workers as plan_workers
 import layouts.endpoints as endpoints
 from bench.model import Profile, plan_moves
 from bench.planner import candidates
-from layouts.counting import pair_bound
-from layouts.endpoints import user_layouts
+from layouts.endpoints import pair_bounds, user_layouts
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork: Linux only")
 
@@ -91,12 +90,7 @@ def test_moves_a_worker_cannot_count_are_left_out_as_alone(profile_file, monkeyp
     profile = Profile.load(profile_file)
     shape, P, layouts, _, _ = CASES[1]
     users = user_layouts(dict.fromkeys("ABC", layouts), shape, P)
-    bounds = sorted(
-        {
-            sum(pair_bound(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in plan_moves(users, c.plan))
-            for c in _plan(CASES[1], profile)
-        }
-    )
+    bounds = sorted({sum(pair_bounds(plan_moves(users, c.plan))) for c in _plan(CASES[1], profile)})
     monkeypatch.setattr(endpoints, "MAX_PAIRS", bounds[0])  # some candidates refused
     alone = _plan(CASES[1], profile, keep=5, workers=0)
     assert alone.uncountable > 0
