@@ -179,9 +179,8 @@ def main(args) -> int:
         rpn = facts["ranks_per_node"]
         events = schedule(module, plan, 0, dtype, binding, tree)
         kernel = predict(events, profile, str(dtype), rpn, links=links, P=plan.P).as_dict()
-        moved = move_seconds(e2e.moves, e2e.ranks, profile, dtype.itemsize, rpn, links)
-        if e2e.moves:  # the algorithm prepares in the phase in
-            moved["redistribute_in"] += setup_seconds(module, plan, profile, dtype, rpn)
+        setup = setup_seconds(module, plan, profile, dtype, rpn)
+        moved = move_seconds(e2e.moves, e2e.ranks, profile, dtype.itemsize, rpn, links, setup)
         result.update(kernel)
         result["predicted_multiply_seconds"] = kernel["predicted_seconds"]
         for phase, seconds in moved.items():

@@ -20,14 +20,6 @@ from layouts.endpoints import user_layouts
 SHAPES = [(96, 64, 80), (100, 70, 30), (33, 17, 65)]
 
 
-def _arrays(state):
-    for x in state:
-        if isinstance(x, np.ndarray):
-            yield x
-        else:
-            yield from _arrays(x)
-
-
 @pytest.mark.parametrize("name", ["summa", "summa25d", "tesseract"])
 def test_summa_prepare_copies_a_only_for_several_panels(name):
     module, seen = get(name), set()

@@ -167,12 +167,15 @@ def move_seconds(
     itemsize: int,
     ranks_per_node: int,
     links=None,
+    setup: float = 0.0,
 ) -> dict[str, float]:
     """{"redistribute_in": s, "redistribute_out": s, "closing_barrier": s}: the end-to-end
     run's moves priced (A and B in, as the one exchange they run as, and C out), native mesh
-    rank d on job rank ``ranks[d]``, the phase in with the barrier that ends it
-    (:func:`phase_barrier`), and the one closing the repetition after the moves out (in the
-    end-to-end time, in no phase: MovePrice.closing); ``links`` as for :func:`pairs_seconds`."""
+    rank d on job rank ``ranks[d]``, the phase in with the algorithm's prepare (``setup``:
+    bench.model.schedule.setup_seconds) and the barrier that ends it (:func:`phase_barrier`),
+    and the one closing the repetition after the moves out (in the end-to-end time, in no
+    phase: MovePrice.closing); ``links`` as for :func:`pairs_seconds`. Without moves, nothing:
+    a native run prepares before its timed region (MovePrice.with_setup)."""
     out = {"redistribute_in": 0.0, "redistribute_out": 0.0, "closing_barrier": 0.0}
     for into, phase in ((True, "redistribute_in"), (False, "redistribute_out")):
         batch = [move_counts(m, ranks) for m in all_moves if m.into == into]
@@ -180,7 +183,7 @@ def move_seconds(
             out[phase] = transfer_seconds(sum(batch), itemsize, profile, ranks_per_node, links)
     if all_moves:
         barrier = phase_barrier(all_moves[0].src_mesh.size, profile, ranks_per_node, links)
-        out["redistribute_in"] += barrier
+        out["redistribute_in"] += barrier + setup
         out["closing_barrier"] = barrier
     return out
 
