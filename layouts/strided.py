@@ -60,8 +60,8 @@ class IndexCopy:
         """``out[:] = flat[index]`` (both 1-D)."""
         if self._fancy(flat, out):
             return np.take(flat, self.index, out=out)
-        dt = flat.dtype
-        for shape, start, strides, offset in self._in_bytes(dt.itemsize):
+        for shape, dt, start, strides, offset in self._in_bytes(flat.itemsize):
+            dt = flat.dtype if dt is None else dt
             np.copyto(
                 np.ndarray(shape, dt, out, offset), np.ndarray(shape, dt, flat, start, strides)
             )
@@ -72,28 +72,24 @@ class IndexCopy:
         if self._fancy(flat, values):
             flat[self.index] = values
             return
-        dt = flat.dtype
-        for shape, start, strides, offset in self._in_bytes(dt.itemsize):
+        for shape, dt, start, strides, offset in self._in_bytes(flat.itemsize):
+            dt = flat.dtype if dt is None else dt
             np.copyto(
                 np.ndarray(shape, dt, flat, start, strides), np.ndarray(shape, dt, values, offset)
             )
 
     def _in_bytes(self, itemsize: int) -> list:
-        """The pieces as (shape, start, strides, offset) in bytes, worked out once per item
-        size: a copy per piece then costs a few microseconds, which is what sets MIN_PIECE.
-        Views are made with the ndarray constructor, a tenth of as_strided's cost per view
-        (0.5 against 5 us), which also refuses a view past the end of the array."""
+        """The pieces as (shape, dtype, start, strides, offset), in bytes and copied as
+        :func:`_runs` says, worked out once per item size: a copy per piece then costs a few
+        microseconds, which is what sets MIN_PIECE. Views are made with the ndarray
+        constructor, a tenth of as_strided's cost per view (0.5 against 5 us), which also
+        refuses a view past the end of the array."""
         memo = self.__dict__.setdefault("_bytes", {})
         if itemsize not in memo:
-            memo[itemsize] = [
-                (
-                    p.shape,
-                    p.start * itemsize,
-                    [s * itemsize for s in p.strides],
-                    p.offset * itemsize,
-                )
-                for p in self.pieces
-            ]
+            memo[itemsize] = []
+            for p in self.pieces:
+                shape, dt, strides = _runs(p.shape, itemsize, p.strides)
+                memo[itemsize].append((shape, dt, p.start * itemsize, strides, p.offset * itemsize))
         return memo[itemsize]
 
     def _fancy(self, flat: np.ndarray, packed: np.ndarray) -> bool:
@@ -126,8 +122,8 @@ def copy_between(
     if not src._fancy(src_flat, dst_flat) and not dst._fancy(dst_flat, src_flat):
         copies = _paired(src, dst, src_flat.itemsize)
         if copies is not None:
-            dt = src_flat.dtype
-            for shape, start, strides, to, to_strides in copies:
+            for shape, dt, start, strides, to, to_strides in copies:
+                dt = src_flat.dtype if dt is None else dt
                 np.copyto(
                     np.ndarray(shape, dt, dst_flat, to, to_strides),
                     np.ndarray(shape, dt, src_flat, start, strides),
@@ -145,10 +141,10 @@ def pairs_directly(src: IndexCopy, dst: IndexCopy, itemsize: int) -> bool:
 
 
 def _paired(src: IndexCopy, dst: IndexCopy, itemsize: int) -> list | None:
-    """(shape, start, strides, its start, its strides) in bytes for each stretch the two
-    sides' pieces cut each other into, where each stretch is whole rows of the piece it lies
-    in on both sides and the two split into a common shape; else None. Worked out once per
-    pair (kept on ``src``, with ``dst`` so that its id stays its own)."""
+    """(shape, dtype, start, strides, its start, its strides) in bytes (:func:`_runs`) for
+    each stretch the two sides' pieces cut each other into, where each stretch is whole rows
+    of the piece it lies in on both sides and the two split into a common shape; else None.
+    Worked out once per pair (kept on ``src``, with ``dst`` so that its id stays its own)."""
     memo = src.__dict__.setdefault("_paired", {})
     key = (id(dst), itemsize)
     if key not in memo:
@@ -170,16 +166,23 @@ def _pair(a, b, size: int, itemsize: int) -> list | None:
         common = None if x is None or y is None else _common_shape(x.shape, y.shape)
         if common is None:
             return None
-        out.append(
-            (
-                common,
-                x.start * itemsize,
-                [s * itemsize for s in _split(x.shape, x.strides, common)],
-                y.start * itemsize,
-                [s * itemsize for s in _split(y.shape, y.strides, common)],
-            )
+        shape, dt, strides, to_strides = _runs(
+            common, itemsize, _split(x.shape, x.strides, common), _split(y.shape, y.strides, common)
         )
+        out.append((shape, dt, x.start * itemsize, strides, y.start * itemsize, to_strides))
     return out
+
+
+def _runs(shape: tuple[int, ...], itemsize: int, *strides) -> tuple:
+    """``shape`` at each of ``strides`` (in elements; a packed side is contiguous) as
+    (shape, dtype, *strides in bytes) to copy. Where the last dimension is contiguous on every
+    side, its runs become single elements of a void dtype as long as they are, which NumPy
+    copies in one inner loop per row instead of one loop per run (18 MiB in runs of 64
+    float32: 4.1 against 4.9 ms; in runs of 16: 4.7 against 9.8). dtype None: the arrays' own."""
+    if len(shape) > 1 and all(s[-1] == 1 for s in strides):
+        dt = np.dtype(f"V{shape[-1] * itemsize}")
+        return shape[:-1], dt, *([x * itemsize for x in s[:-1]] for s in strides)
+    return shape, None, *([x * itemsize for x in s] for s in strides)
 
 
 def _rows(piece: Piece, lo: int, hi: int) -> Piece | None:

@@ -130,6 +130,29 @@ def test_copy_between_one_piece_each_copies_directly():
     assert np.array_equal(out[:, 2:6], block[2:6, 1:5])  # an empty buffer: never used
 
 
+def test_runs_are_copied_as_void_elements_only_where_contiguous():
+    """A piece's contiguous rows are copied as single elements of a void dtype as long as a
+    row; a piece whose last dimension steps over elements keeps the array's dtype."""
+    patch = every_piece()
+    try:
+        sub = IndexCopy.of(np.arange(64).reshape(8, 8)[2:6, 1:5])  # a 4 x 4 sub-block
+    finally:
+        patch.undo()
+    [(shape, dtype, *_)] = sub._in_bytes(4)
+    assert shape == (4,) and dtype == np.dtype("V16")
+    index = np.arange(64).reshape(8, 8)[:4, 1::2]  # every other column of 4 rows
+    columns = IndexCopy(index.ravel(), (strided.Piece(1, (4, 4), (8, 2), 0),), 64)
+    [(shape, dtype, *_)] = columns._in_bytes(4)
+    assert shape == (4, 4) and dtype is None
+    flat = np.arange(64, dtype=np.float32)
+    assert np.array_equal(columns.take(flat, np.empty(16, np.float32)), flat[index.ravel()])
+    out = np.zeros(64, np.float32)
+    columns.put(out, np.arange(16, dtype=np.float32) + 1)
+    want = np.zeros(64, np.float32)
+    want[index.ravel()] = np.arange(16) + 1
+    assert np.array_equal(out, want)
+
+
 def test_many_runs_at_one_step_are_one_piece():
     """73 728 runs of 64 at a step of 128 (a block-cyclic:64 block's columns in a replicated
     block, P = 2) are one (73728, 64) piece: found with NumPy, not by a loop per run, and no
