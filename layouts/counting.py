@@ -229,7 +229,10 @@ def _per_dim(src: TensorLayout, splace: Placement, dplace: Placement) -> list:
         parts = []
         for place, residue_blind in zip((splace, dplace), blind, strict=True):
             residues = place.residue_part[d][:cut]
-            parts += [place.rank_part[d][:cut], 0 * residues if residue_blind else residues]
+            parts += [
+                place.rank_part[d][:cut],
+                np.zeros_like(residues) if residue_blind else residues,
+            ]
         per_dim.append(_unique_rows(*_runs(parts, weights)))
     return per_dim
 

@@ -95,14 +95,14 @@ class IndexCopy:
     def _fancy(self, flat: np.ndarray, packed: np.ndarray) -> bool:
         """Whether to index ``flat`` element by element: no pieces, or ``flat`` or the
         ``packed`` buffer not the contiguous arrays of one dtype the pieces assume."""
+        return self.pieces is None or not self._plain(flat, packed)
+
+    def _plain(self, flat: np.ndarray, other: np.ndarray) -> bool:
+        """Whether ``flat`` (indexed) and ``other`` are contiguous arrays of one dtype, as
+        strided views of them by element offsets assume."""
         if flat.ndim != 1 or flat.size < self.bound:
             raise IndexError(f"index up to {self.bound - 1} into an array of shape {flat.shape}")
-        return (
-            self.pieces is None
-            or not flat.flags.c_contiguous
-            or not packed.flags.c_contiguous
-            or packed.dtype != flat.dtype
-        )
+        return flat.flags.c_contiguous and other.flags.c_contiguous and other.dtype == flat.dtype
 
 
 def copy_between(
@@ -115,11 +115,12 @@ def copy_between(
     """``dst_flat[dst.index] = src_flat[src.index]``: one strided copy per stretch where both
     sides' pieces, cut where either's pieces end, split into a common shape (a block-cyclic
     block's kept columns, (3072, 768), into a block's (36864, 64) runs: both as (3072, 12,
-    64)), else through ``buf`` (``src.size`` elements; None: made here, for pairs that
-    :func:`pairs_directly`), which costs a second pass over them."""
+    64)), or where the runs the two sides share stack (:func:`_joint`), else through ``buf``
+    (``src.size`` elements; None: made here, for pairs that :func:`pairs_directly`), which
+    costs a second pass over them."""
     if not src.size:
         return
-    if not src._fancy(src_flat, dst_flat) and not dst._fancy(dst_flat, src_flat):
+    if src._plain(src_flat, dst_flat) and dst._plain(dst_flat, src_flat):
         copies = _paired(src, dst, src_flat.itemsize)
         if copies is not None:
             for shape, dt, start, strides, to, to_strides in copies:
@@ -148,7 +149,8 @@ def _paired(src: IndexCopy, dst: IndexCopy, itemsize: int) -> list | None:
     memo = src.__dict__.setdefault("_paired", {})
     key = (id(dst), itemsize)
     if key not in memo:
-        memo[key] = (dst, _pair(src.pieces, dst.pieces, src.size, itemsize))
+        copies = _pair(src.pieces, dst.pieces, src.size, itemsize)
+        memo[key] = (dst, _joint(src.index, dst.index, itemsize) if copies is None else copies)
     return memo[key][1]
 
 
@@ -183,6 +185,64 @@ def _runs(shape: tuple[int, ...], itemsize: int, *strides) -> tuple:
         dt = np.dtype(f"V{shape[-1] * itemsize}")
         return shape[:-1], dt, *([x * itemsize for x in s[:-1]] for s in strides)
     return shape, None, *([x * itemsize for x in s] for s in strides)
+
+
+MAX_PERIOD = 4  # joint runs are stacked in up to this many interleaved classes (_joint)
+
+
+def _joint(a: np.ndarray, b: np.ndarray, itemsize: int) -> list | None:
+    """Stretches as :func:`_pair` gives them copying ``a``'s positions to ``b``'s, from the
+    runs the two share (cut where either side's run ends), or None where they are too short.
+    Where one side's runs come in a repeating pattern of lengths, neither side has pieces of
+    one shape, but the shared runs at one place of the pattern stack: a 64-wide tile column
+    into a block 342 wide whose rows hold 20 of one tile and 64 of the next (block-cyclic:64
+    into 8192 x 1024 over 3 x 3 ranks) is runs of 20 and 64 in turn, each a stack of its own.
+    So the runs are split into p classes (run k in class k mod p), for the p up to
+    MAX_PERIOD that stacks them into the fewest stretches; stretches of different classes
+    interleave, which a copy from ``a`` to ``b`` does not mind."""
+    n = a.size
+    if n < MIN_PIECE:
+        return None
+    first = np.flatnonzero((np.diff(a) != 1) | (np.diff(b) != 1)) + 1
+    if n < MIN_RUN * (first.size + 1) or first.size >= _MAX_RUNS:
+        return None
+    first = np.concatenate(([0], first))
+    runs = (a[first].tolist(), b[first].tolist(), np.diff(np.append(first, n)).tolist())
+    best = _stack_jointly(*runs)
+    for p in range(2, min(MAX_PERIOD, len(first)) + 1):
+        if len(best) <= p:  # as few as any period could give
+            break
+        stacks = [s for j in range(p) for s in _stack_jointly(*(r[j::p] for r in runs))]
+        if len(stacks) < len(best):
+            best = stacks
+    if len(best) * MIN_PIECE > n:
+        return None
+    out = []
+    for shape, start, strides, to, to_strides in best:
+        shape, dt, strides, to_strides = _runs(shape, itemsize, strides, to_strides)
+        out.append((shape, dt, start * itemsize, strides, to * itemsize, to_strides))
+    return out
+
+
+def _stack_jointly(a: list, b: list, lengths: list) -> list:
+    """Runs ``a[k]`` -> ``b[k]`` of ``lengths[k]`` elements, consecutive ones of one length
+    at one step on both sides stacked (greedy, in order): (shape, start, strides, its start,
+    its strides) in elements."""
+    out, i, m = [], 0, len(a)
+    while i < m:
+        j, n = i + 1, lengths[i]
+        if j < m and lengths[j] == n:
+            step, to_step = a[j] - a[i], b[j] - b[i]
+            while j + 1 < m and lengths[j + 1] == n and a[j + 1] - a[j] == step:
+                if b[j + 1] - b[j] != to_step:
+                    break
+                j += 1
+            j += 1
+            out.append(((j - i, n), a[i], (step, 1), b[i], (to_step, 1)))
+        else:
+            out.append(((n,), a[i], (1,), b[i], (1,)))
+        i = j
+    return out
 
 
 def _rows(piece: Piece, lo: int, hi: int) -> Piece | None:
@@ -324,4 +384,4 @@ def _stack(pieces: list) -> list:
     return out
 
 
-__all__ = ["MIN_PIECE", "MIN_RUN", "IndexCopy", "Piece"]
+__all__ = ["MAX_PERIOD", "MIN_PIECE", "MIN_RUN", "IndexCopy", "Piece"]

@@ -153,6 +153,25 @@ def test_runs_are_copied_as_void_elements_only_where_contiguous():
     assert np.array_equal(out, want)
 
 
+def test_runs_of_two_lengths_in_turn_are_two_stacks():
+    """Each row of a (100, 384) block sends 84 contiguous elements that land in a row of a
+    block 342 wide as 20 and, 128 further on, 64 (a tile column of block-cyclic:64 into a
+    block whose columns do not start on a tile): the destination's runs alternate in length,
+    so it has no pieces of one shape, yet the copy is two strided copies, no buffer."""
+    rows = np.arange(100)[:, None]
+    a = (rows * 384 + np.arange(236, 320)).ravel()
+    b = (rows * 342 + np.r_[0:20, 148:212]).ravel()
+    copy_from, copy_to = IndexCopy.of(a, 384), IndexCopy.of(b, 342)
+    assert copy_to.pieces is None
+    assert strided.pairs_directly(copy_from, copy_to, 4)
+    assert len(strided._paired(copy_from, copy_to, 4)) == 2
+    src = np.arange(100 * 384, dtype=np.float32)
+    got, want = np.zeros(100 * 342, np.float32), np.zeros(100 * 342, np.float32)
+    want[b] = src[a]
+    strided.copy_between(copy_from, src, copy_to, got, None)
+    assert np.array_equal(got, want)
+
+
 def test_many_runs_at_one_step_are_one_piece():
     """73 728 runs of 64 at a step of 128 (a block-cyclic:64 block's columns in a replicated
     block, P = 2) are one (73728, 64) piece: found with NumPy, not by a loop per run, and no
