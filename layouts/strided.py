@@ -58,44 +58,54 @@ class IndexCopy:
 
     def take(self, flat: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out[:] = flat[index]`` (both 1-D)."""
-        if self._fancy(flat, out):
+        copies = self._copies(flat, out)
+        if copies is None:
             return np.take(flat, self.index, out=out)
-        for shape, dt, start, strides, offset in self._in_bytes(flat.itemsize):
+        for shape, dt, start, strides, offset, packed in copies:
             dt = flat.dtype if dt is None else dt
             np.copyto(
-                np.ndarray(shape, dt, out, offset), np.ndarray(shape, dt, flat, start, strides)
+                np.ndarray(shape, dt, out, offset, packed),
+                np.ndarray(shape, dt, flat, start, strides),
             )
         return out
 
     def put(self, flat: np.ndarray, values: np.ndarray) -> None:
         """``flat[index] = values`` (both 1-D; ``flat`` writeable)."""
-        if self._fancy(flat, values):
+        copies = self._copies(flat, values)
+        if copies is None:
             flat[self.index] = values
             return
-        for shape, dt, start, strides, offset in self._in_bytes(flat.itemsize):
+        for shape, dt, start, strides, offset, packed in copies:
             dt = flat.dtype if dt is None else dt
             np.copyto(
-                np.ndarray(shape, dt, flat, start, strides), np.ndarray(shape, dt, values, offset)
+                np.ndarray(shape, dt, flat, start, strides),
+                np.ndarray(shape, dt, values, offset, packed),
             )
 
-    def _in_bytes(self, itemsize: int) -> list:
-        """The pieces as (shape, dtype, start, strides, offset), in bytes and copied as
-        :func:`_runs` says, worked out once per item size: a copy per piece then costs a few
-        microseconds, which is what sets MIN_PIECE. Views are made with the ndarray
-        constructor, a tenth of as_strided's cost per view (0.5 against 5 us), which also
-        refuses a view past the end of the array."""
+    def _copies(self, flat: np.ndarray, packed: np.ndarray) -> list | None:
+        """The strided copies between ``flat`` and the ``packed`` buffer (:meth:`_in_bytes`),
+        or None: index element by element (no structure found, or arrays they do not fit)."""
+        return self._in_bytes(flat.itemsize) if self._plain(flat, packed) else None
+
+    def _in_bytes(self, itemsize: int) -> list | None:
+        """The pieces as (shape, dtype, start, strides, offset, packed strides), in bytes and
+        copied as :func:`_runs` says (packed strides None: contiguous), worked out once per
+        item size: a copy per piece then costs a few microseconds, which is what sets
+        MIN_PIECE. Without pieces, the stacks :func:`_joint` finds between the index and the
+        packed order (runs in a repeating pattern of lengths), else None. Views are made with
+        the ndarray constructor, a tenth of as_strided's cost per view (0.5 against 5 us),
+        which also refuses a view past the end of the array."""
         memo = self.__dict__.setdefault("_bytes", {})
         if itemsize not in memo:
-            memo[itemsize] = []
-            for p in self.pieces:
-                shape, dt, strides = _runs(p.shape, itemsize, p.strides)
-                memo[itemsize].append((shape, dt, p.start * itemsize, strides, p.offset * itemsize))
+            if self.pieces is None:
+                memo[itemsize] = _joint(self.index, np.arange(self.size), itemsize)
+            else:
+                memo[itemsize] = []
+                for p in self.pieces:
+                    shape, dt, strides = _runs(p.shape, itemsize, p.strides)
+                    at = (p.start * itemsize, strides, p.offset * itemsize, None)
+                    memo[itemsize].append((shape, dt, *at))
         return memo[itemsize]
-
-    def _fancy(self, flat: np.ndarray, packed: np.ndarray) -> bool:
-        """Whether to index ``flat`` element by element: no pieces, or ``flat`` or the
-        ``packed`` buffer not the contiguous arrays of one dtype the pieces assume."""
-        return self.pieces is None or not self._plain(flat, packed)
 
     def _plain(self, flat: np.ndarray, other: np.ndarray) -> bool:
         """Whether ``flat`` (indexed) and ``other`` are contiguous arrays of one dtype, as

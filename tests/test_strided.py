@@ -57,6 +57,27 @@ def test_take_and_put_are_fancy_indexing(case, row):
     assert np.array_equal(got, want)
 
 
+@settings(max_examples=200, deadline=None)
+@given(views())
+def test_take_and_put_by_joint_stacks_are_fancy_indexing(case):
+    """Without pieces, take and put copy by the stacks :func:`strided._joint` finds (runs in
+    up to MAX_PERIOD interleaved classes), however short here, exactly as fancy indexing."""
+    index, n = case
+    copy = IndexCopy(index, None, int(index.max()) + 1)
+    flat = np.random.default_rng(n).random(n)
+    values = np.random.default_rng(1).random(index.size)
+    got, want = np.zeros(n), np.zeros(n)
+    want[index] = values
+    patch = every_piece()
+    try:
+        assert copy._in_bytes(8) is not None
+        assert np.array_equal(copy.take(flat, np.empty(index.size)), flat[index])
+        copy.put(got, values)
+    finally:
+        patch.undo()
+    assert np.array_equal(got, want)
+
+
 def test_layout_indices_become_few_pieces():
     m, k, w = 256, 512, 64  # SUMMA's panels: (k / w, m, w) in memory, held as (m, k)
     panels = (np.arange(k) // w)[None, :] * m * w + np.arange(m)[:, None] * w + np.arange(k) % w
@@ -117,6 +138,27 @@ def test_copy_between_equals_fancy_indexing(src, dst):
     assert np.array_equal(got, want)
 
 
+@settings(max_examples=100, deadline=None)
+@given(views(), views())
+def test_copy_between_by_joint_stacks_equals_fancy_indexing(src, dst):
+    """Where neither side has pieces, the runs the two share are stacked (strided._joint):
+    exactly what fancy indexing moves."""
+    (s, ns), (d, nd) = src, dst
+    n = min(s.size, d.size)
+    s, d = s[:n], d[:n]
+    copy_from, copy_to = IndexCopy(s, None, int(s.max()) + 1), IndexCopy(d, None, int(d.max()) + 1)
+    a = np.arange(ns, dtype=np.float32) + 1
+    want, got = np.zeros(nd, np.float32), np.zeros(nd, np.float32)
+    want[d] = a[s]
+    patch = every_piece()
+    try:
+        assert strided.pairs_directly(copy_from, copy_to, 4)
+        strided.copy_between(copy_from, a, copy_to, got, None)
+    finally:
+        patch.undo()
+    assert np.array_equal(got, want)
+
+
 def test_copy_between_one_piece_each_copies_directly():
     block = np.arange(64, dtype=np.float32).reshape(8, 8)
     patch = every_piece()
@@ -157,7 +199,8 @@ def test_runs_of_two_lengths_in_turn_are_two_stacks():
     """Each row of a (100, 384) block sends 84 contiguous elements that land in a row of a
     block 342 wide as 20 and, 128 further on, 64 (a tile column of block-cyclic:64 into a
     block whose columns do not start on a tile): the destination's runs alternate in length,
-    so it has no pieces of one shape, yet the copy is two strided copies, no buffer."""
+    so it has no pieces of one shape, yet the copy is two strided copies, no buffer, and so
+    are packing and unpacking by the destination's index."""
     rows = np.arange(100)[:, None]
     a = (rows * 384 + np.arange(236, 320)).ravel()
     b = (rows * 342 + np.r_[0:20, 148:212]).ravel()
@@ -170,6 +213,12 @@ def test_runs_of_two_lengths_in_turn_are_two_stacks():
     want[b] = src[a]
     strided.copy_between(copy_from, src, copy_to, got, None)
     assert np.array_equal(got, want)
+    # packing and unpacking by that index alone (an Alltoallv's buffer): two copies as well
+    assert len(copy_to._in_bytes(4)) == 2
+    assert np.array_equal(copy_to.take(got, np.empty(b.size, np.float32)), got[b])
+    unpacked = np.zeros(100 * 342, np.float32)
+    copy_to.put(unpacked, src[a])
+    assert np.array_equal(unpacked, want)
 
 
 def test_many_runs_at_one_step_are_one_piece():
