@@ -197,19 +197,20 @@ def _runs(shape: tuple[int, ...], itemsize: int, *strides) -> tuple:
     return shape, None, *([x * itemsize for x in s] for s in strides)
 
 
-MAX_PERIOD = 4  # joint runs are stacked in up to this many interleaved classes (_joint)
+MAX_PERIOD = 64  # joint runs are stacked in up to this many interleaved classes (_joint)
 
 
 def _joint(a: np.ndarray, b: np.ndarray, itemsize: int) -> list | None:
     """Stretches as :func:`_pair` gives them copying ``a``'s positions to ``b``'s, from the
     runs the two share (cut where either side's run ends), or None where they are too short.
-    Where one side's runs come in a repeating pattern of lengths, neither side has pieces of
-    one shape, but the shared runs at one place of the pattern stack: a 64-wide tile column
-    into a block 342 wide whose rows hold 20 of one tile and 64 of the next (block-cyclic:64
-    into 8192 x 1024 over 3 x 3 ranks) is runs of 20 and 64 in turn, each a stack of its own.
-    So the runs are split into p classes (run k in class k mod p), for the p up to
-    MAX_PERIOD that stacks them into the fewest stretches; stretches of different classes
-    interleave, which a copy from ``a`` to ``b`` does not mind."""
+    Where a block's rows cross other blocks' tiles, the runs come in a pattern of lengths and
+    steps repeating every row, so neither side has pieces of one shape, but the runs at one
+    place of the pattern stack: a tile column of block-cyclic:64 into a block 342 wide whose
+    rows hold 20 of one tile and 64 of the next (8192 x 1024 over 3 x 3 ranks) is runs of 20
+    and 64 in turn, each a stack of its own. So the runs are split into p classes (run k in
+    class k mod p), for the period p up to MAX_PERIOD at which the pattern repeats best;
+    stretches of different classes interleave, which a copy from ``a`` to ``b`` does not
+    mind."""
     n = a.size
     if n < MIN_PIECE:
         return None
@@ -217,21 +218,34 @@ def _joint(a: np.ndarray, b: np.ndarray, itemsize: int) -> list | None:
     if n < MIN_RUN * (first.size + 1) or first.size >= _MAX_RUNS:
         return None
     first = np.concatenate(([0], first))
-    runs = (a[first].tolist(), b[first].tolist(), np.diff(np.append(first, n)).tolist())
-    best = _stack_jointly(*runs)
-    for p in range(2, min(MAX_PERIOD, len(first)) + 1):
-        if len(best) <= p:  # as few as any period could give
-            break
-        stacks = [s for j in range(p) for s in _stack_jointly(*(r[j::p] for r in runs))]
-        if len(stacks) < len(best):
-            best = stacks
-    if len(best) * MIN_PIECE > n:
+    runs = a[first], b[first], np.diff(np.append(first, n))
+    p = _period(*runs)
+    stacks = [s for j in range(p) for s in _stack_jointly(*(r[j::p].tolist() for r in runs))]
+    if len(stacks) * MIN_PIECE > n:
         return None
     out = []
-    for shape, start, strides, to, to_strides in best:
+    for shape, start, strides, to, to_strides in stacks:
         shape, dt, strides, to_strides = _runs(shape, itemsize, strides, to_strides)
         out.append((shape, dt, start * itemsize, strides, to * itemsize, to_strides))
     return out
+
+
+def _period(a: np.ndarray, b: np.ndarray, lengths: np.ndarray) -> int:
+    """The p up to MAX_PERIOD for which runs p apart most often have one length and steps
+    (one run to the next) on both sides: p plus the runs where that fails, the stacks p
+    classes would make, the least (the smallest such p)."""
+    m = lengths.size
+    step, to_step = np.diff(a), np.diff(b)
+    best, least = 1, m + 1
+    for p in range(1, min(MAX_PERIOD, m - 1) + 1):
+        if p >= least:
+            break
+        breaks = np.count_nonzero(lengths[p:] != lengths[:-p]) + np.count_nonzero(
+            (step[p:] != step[:-p]) | (to_step[p:] != to_step[:-p])
+        )
+        if p + breaks < least:
+            best, least = p, p + breaks
+    return best
 
 
 def _stack_jointly(a: list, b: list, lengths: list) -> list:
