@@ -231,9 +231,9 @@ def _joint(a: np.ndarray, b: np.ndarray, itemsize: int) -> list | None:
 
 
 def _period(a: np.ndarray, b: np.ndarray, lengths: np.ndarray) -> int:
-    """The p up to MAX_PERIOD for which runs p apart most often have one length and steps
-    (one run to the next) on both sides: p plus the runs where that fails, the stacks p
-    classes would make, the least (the smallest such p)."""
+    """The period p (up to MAX_PERIOD) whose classes make the fewest stacks, counted as p
+    plus the runs where the pattern does not repeat p runs on (another length, or another
+    step to the next run on either side); the smallest such p."""
     m = lengths.size
     step, to_step = np.diff(a), np.diff(b)
     best, least = 1, m + 1
