@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .joint import joint_stacks
+
 # Pieces are worth their per-piece overhead (a view and a copy call, some microseconds) only when
 # they are long; below this many elements a piece on average, fancy indexing is kept.
 MIN_PIECE = 512
@@ -197,75 +199,17 @@ def _runs(shape: tuple[int, ...], itemsize: int, *strides) -> tuple:
     return shape, None, *([x * itemsize for x in s] for s in strides)
 
 
-MAX_PERIOD = 64  # joint runs are stacked in up to this many interleaved classes (_joint)
-
-
 def _joint(a: np.ndarray, b: np.ndarray, itemsize: int) -> list | None:
     """Stretches as :func:`_pair` gives them copying ``a``'s positions to ``b``'s, from the
-    runs the two share (cut where either side's run ends), or None where they are too short.
-    Where a block's rows cross other blocks' tiles, the runs come in a pattern of lengths and
-    steps repeating every row, so neither side has pieces of one shape, but the runs at one
-    place of the pattern stack: a tile column of block-cyclic:64 into a block 342 wide whose
-    rows hold 20 of one tile and 64 of the next (8192 x 1024 over 3 x 3 ranks) is runs of 20
-    and 64 in turn, each a stack of its own. So the runs are split into p classes (run k in
-    class k mod p), for the period p up to MAX_PERIOD at which the pattern repeats best;
-    stretches of different classes interleave, which a copy from ``a`` to ``b`` does not
-    mind."""
-    n = a.size
-    if n < MIN_PIECE:
-        return None
-    first = np.flatnonzero((np.diff(a) != 1) | (np.diff(b) != 1)) + 1
-    if n < MIN_RUN * (first.size + 1) or first.size >= _MAX_RUNS:
-        return None
-    first = np.concatenate(([0], first))
-    runs = a[first], b[first], np.diff(np.append(first, n))
-    p = _period(*runs)
-    stacks = [s for j in range(p) for s in _stack_jointly(*(r[j::p].tolist() for r in runs))]
-    if len(stacks) * MIN_PIECE > n:
+    runs the two share stacked per place in their repeating pattern
+    (layouts.joint.joint_stacks), or None where they are too short."""
+    stacks = joint_stacks(a, b, MIN_PIECE, MIN_RUN, _MAX_RUNS)
+    if stacks is None:
         return None
     out = []
     for shape, start, strides, to, to_strides in stacks:
         shape, dt, strides, to_strides = _runs(shape, itemsize, strides, to_strides)
         out.append((shape, dt, start * itemsize, strides, to * itemsize, to_strides))
-    return out
-
-
-def _period(a: np.ndarray, b: np.ndarray, lengths: np.ndarray) -> int:
-    """The period p (up to MAX_PERIOD) whose classes make the fewest stacks, counted as p
-    plus the runs where the pattern does not repeat p runs on (another length, or another
-    step to the next run on either side); the smallest such p."""
-    m = lengths.size
-    step, to_step = np.diff(a), np.diff(b)
-    best, least = 1, m + 1
-    for p in range(1, min(MAX_PERIOD, m - 1) + 1):
-        if p >= least:
-            break
-        breaks = np.count_nonzero(lengths[p:] != lengths[:-p]) + np.count_nonzero(
-            (step[p:] != step[:-p]) | (to_step[p:] != to_step[:-p])
-        )
-        if p + breaks < least:
-            best, least = p, p + breaks
-    return best
-
-
-def _stack_jointly(a: list, b: list, lengths: list) -> list:
-    """Runs ``a[k]`` -> ``b[k]`` of ``lengths[k]`` elements, consecutive ones of one length
-    at one step on both sides stacked (greedy, in order): (shape, start, strides, its start,
-    its strides) in elements."""
-    out, i, m = [], 0, len(a)
-    while i < m:
-        j, n = i + 1, lengths[i]
-        if j < m and lengths[j] == n:
-            step, to_step = a[j] - a[i], b[j] - b[i]
-            while j + 1 < m and lengths[j + 1] == n and a[j + 1] - a[j] == step:
-                if b[j + 1] - b[j] != to_step:
-                    break
-                j += 1
-            j += 1
-            out.append(((j - i, n), a[i], (step, 1), b[i], (to_step, 1)))
-        else:
-            out.append(((n,), a[i], (1,), b[i], (1,)))
-        i = j
     return out
 
 
@@ -408,4 +352,4 @@ def _stack(pieces: list) -> list:
     return out
 
 
-__all__ = ["MAX_PERIOD", "MIN_PIECE", "MIN_RUN", "IndexCopy", "Piece"]
+__all__ = ["MIN_PIECE", "MIN_RUN", "IndexCopy", "Piece"]

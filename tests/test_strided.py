@@ -61,7 +61,8 @@ def test_take_and_put_are_fancy_indexing(case, row):
 @given(views())
 def test_take_and_put_by_joint_stacks_are_fancy_indexing(case):
     """Without pieces, take and put copy by the stacks :func:`strided._joint` finds (runs in
-    up to MAX_PERIOD interleaved classes), however short here, exactly as fancy indexing."""
+    up to layouts.joint.MAX_PERIOD interleaved classes), however short here, exactly as fancy
+    indexing."""
     index, n = case
     copy = IndexCopy(index, None, int(index.max()) + 1)
     flat = np.random.default_rng(n).random(n)
@@ -219,6 +220,25 @@ def test_runs_of_two_lengths_in_turn_are_two_stacks():
     unpacked = np.zeros(100 * 342, np.float32)
     copy_to.put(unpacked, src[a])
     assert np.array_equal(unpacked, want)
+
+
+@pytest.mark.parametrize("lengths", [(24, 64, 64, 64, 64, 64), (4, 24, 64, 64, 64, 64, 64, 64, 64)])
+def test_a_row_of_several_runs_is_one_stack_per_run(lengths):
+    """Rows that cross 6 or 9 tiles (SUMMA's A at 5000x3000x4000 over 6 ranks, T10's from
+    block-cyclic:64): the pattern repeats every row, so each run of a row is one stack."""
+    rows, gaps = (
+        np.arange(50)[:, None],
+        np.cumsum((0,) + lengths[:-1]) + 128 * np.arange(len(lengths)),
+    )
+    row = np.concatenate([g + np.arange(n) for g, n in zip(gaps, lengths, strict=True)])
+    b = (rows * (row[-1] + 7) + row).ravel()
+    copy_to = IndexCopy(b, None, int(b.max()) + 1)
+    assert len(copy_to._in_bytes(4)) == len(lengths)
+    values = np.arange(b.size, dtype=np.float32)
+    got, want = np.zeros(b.max() + 1, np.float32), np.zeros(b.max() + 1, np.float32)
+    want[b] = values
+    copy_to.put(got, values)
+    assert np.array_equal(got, want)
 
 
 def test_many_runs_at_one_step_are_one_piece():
