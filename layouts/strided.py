@@ -180,11 +180,17 @@ def _pair(a, b, size: int, itemsize: int) -> list | None:
         common = None if x is None or y is None else _common_shape(x.shape, y.shape)
         if common is None:
             return None
-        shape, dt, strides, to_strides = _runs(
-            common, itemsize, _split(x.shape, x.strides, common), _split(y.shape, y.strides, common)
-        )
-        out.append((shape, dt, x.start * itemsize, strides, y.start * itemsize, to_strides))
+        strides, to_strides = _split(x.shape, x.strides, common), _split(y.shape, y.strides, common)
+        out.append(_stretch(common, x.start, strides, y.start, to_strides, itemsize))
     return out
+
+
+def _stretch(shape, start, strides, to, to_strides, itemsize: int) -> tuple:
+    """A stretch copying ``shape`` elements from ``start`` at ``strides`` to ``to`` at
+    ``to_strides`` (in elements) as (shape, dtype, start, strides, its start, its strides)
+    in bytes, copied as :func:`_runs` says."""
+    shape, dt, strides, to_strides = _runs(shape, itemsize, strides, to_strides)
+    return shape, dt, start * itemsize, strides, to * itemsize, to_strides
 
 
 def _runs(shape: tuple[int, ...], itemsize: int, *strides) -> tuple:
@@ -204,13 +210,7 @@ def _joint(a: np.ndarray, b: np.ndarray, itemsize: int) -> list | None:
     runs the two share stacked per place in their repeating pattern
     (layouts.joint.joint_stacks), or None where they are too short."""
     stacks = joint_stacks(a, b, MIN_PIECE, MIN_RUN, _MAX_RUNS)
-    if stacks is None:
-        return None
-    out = []
-    for shape, start, strides, to, to_strides in stacks:
-        shape, dt, strides, to_strides = _runs(shape, itemsize, strides, to_strides)
-        out.append((shape, dt, start * itemsize, strides, to * itemsize, to_strides))
-    return out
+    return None if stacks is None else [_stretch(*s, itemsize) for s in stacks]
 
 
 def _rows(piece: Piece, lo: int, hi: int) -> Piece | None:
