@@ -12,9 +12,13 @@ and compare. With ``--layouts`` other than native (issue 12: ``block``) the plan
 end-to-end time from those layouts and the runs start from them (``distmm run --layouts``,
 whose ``seconds`` is the end-to-end median). Targets: the first choice is the measured
 fastest in >= 80% of cases and within 10% of the measured fastest in >= 95%; planning one case
-takes < 1 s. With ``--cluster RPN --emulate-links PRESET`` every case is a cluster of P / RPN
-nodes emulated on this machine (issue 13): priced as the emulation runs (``distmm plan --run
---emulate``) and measured with its messages between nodes held to the preset.
+takes < 1 s. Every run is listed with its phases predicted and measured (where the layouts are
+not native), each algorithm's median pred/meas (a bias there explains its misses), and the
+misses that are near ties: some round of the first choice as fast as some round of the measured
+fastest, so that another set of rounds could order them the other way. With ``--cluster RPN
+--emulate-links PRESET`` every case is a cluster of P / RPN nodes emulated on this machine
+(issue 13): priced as the emulation runs (``distmm plan --run --emulate``) and measured with its
+messages between nodes held to the preset.
 
 The profile should be calibrated at 8 ranks (``mpiexec -n 8 distmm calibrate --out FILE``); it
 is made if missing.
@@ -32,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.files import write_atomic  # noqa: E402
+from bench.launch import Launcher  # noqa: E402
 from bench.model import Profile  # noqa: E402
 from bench.planner import candidates, measure, recommend, run_set  # noqa: E402
 from layouts.endpoints import user_layouts  # noqa: E402
@@ -111,13 +116,16 @@ def main() -> int:
     if args.shapes:
         shapes = [tuple(int(x) for x in part.split(",")) for part in args.shapes.split(";")]
     chosen = set()
-    details = []  # (case, candidate, predicted s, measured s) of every run
+    details = []  # (case, candidate, predicted s, measured s, its records) of every run
+    ties = 0  # misses whose rounds order the two both ways
+    launcher = Recorder(Launcher.find(None))
     if args.cluster and not args.emulate_links:
         ap.error("--cluster needs --emulate-links PRESET")
     for P in ranks:
         if args.cluster and P % args.cluster:
             continue
         topology = f"cluster:{P // args.cluster},{args.cluster}" if args.cluster else "mesh"
+        emulate = args.emulate_links if args.cluster else None
         for shape in shapes:
             t0 = time.perf_counter()
             users = user_layouts(dict.fromkeys("ABC", args.layouts), shape, P)
@@ -146,12 +154,16 @@ def main() -> int:
                 "float32",
                 args.repeat,
                 topology,
-                emulate_links=args.emulate_links if args.cluster else None,
+                emulate_links=emulate,
                 rounds=args.rounds,
+                launcher=launcher,
             )
             timed = [(c, s) for c, (s, _) in zip(runs, got, strict=True) if s is not None]
+            kept = {
+                id(c): launcher.take(c.run_args(shape, "float32", topology, emulate)) for c in runs
+            }
             case = f"P={P} {'x'.join(map(str, shape))}"
-            details += [(case, c, c.seconds, s) for c, s in timed]
+            details += [(case, c, c.seconds, s, kept[id(c)]) for c, s in timed]
             if got[0][0] is None or not timed:
                 say(f"{case:<22}{_name(best):<38}failed: {got[0][1]}")
                 total += 1
@@ -159,6 +171,8 @@ def main() -> int:
             fast_c, fast_s = min(timed, key=lambda cs: cs[1])
             ratio = got[0][0] / fast_s
             hit, ok = fast_c is best, ratio <= 1.10
+            rounds = {id(c): [r["seconds"] for r in kept[id(c)]] for c, _ in timed}
+            ties += not hit and min(rounds[id(best)]) <= max(rounds[id(fast_c)])
             total += 1
             hits += hit
             within += ok
@@ -176,23 +190,33 @@ def main() -> int:
         f"wall {time.monotonic() - started:.0f} s; {len(chosen)} distinct algorithms chosen "
         f"({', '.join(sorted(chosen))})"
     )
+    say(
+        f"misses {total - hits}: {ties} of them near ties (some round of the first choice as "
+        f"fast as some round of the measured fastest: {args.rounds} rounds order them both ways)"
+    )
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     write_atomic(args.out, "\n".join(lines) + "\n")
     return 0
 
 
 def _say_details(say, details: list) -> None:
-    """Every run's prediction against its measurement, and whether the model's order of each
-    case's runs is the measured one: a miss is a model error or a near-tie."""
+    """Every run's prediction against its measurement, phase by phase (the redistribution in,
+    the multiplication, the redistribution out, where the layouts are not native), and whether
+    the model's order of each case's runs is the measured one: a miss is a model error (which
+    phase) or a near-tie; then each algorithm's median pred/meas, where a miss's bias shows."""
     say(
-        f"{'case':<22}{'candidate':<38}{'predicted [ms]':>15}{'measured [ms]':>14}{'pred/meas':>10}"
+        f"{'case':<22}{'candidate':<38}{'predicted [ms]':>15}{'measured [ms]':>14}"
+        f"{'pred/meas':>10}   in / kernel / out [ms], predicted | measured"
     )
-    for case, c, pred, meas in details:
-        say(f"{case:<22}{_name(c):<38}{pred * 1e3:>15.2f}{meas * 1e3:>14.2f}{pred / meas:>10.3f}")
-    errors = [abs(pred / meas - 1) for _, _, pred, meas in details]
+    for case, c, pred, meas, recs in details:
+        say(
+            f"{case:<22}{_name(c):<38}{pred * 1e3:>15.2f}{meas * 1e3:>14.2f}{pred / meas:>10.3f}"
+            f"   {_phases(c, recs)}"
+        )
+    errors = [abs(pred / meas - 1) for _, _, pred, meas, _ in details]
     pairs = swapped = 0
-    for i, (case, _, p1, m1) in enumerate(details):
-        for case2, _, p2, m2 in details[i + 1 :]:
+    for i, (case, _, p1, m1, _) in enumerate(details):
+        for case2, _, p2, m2, _ in details[i + 1 :]:
             if case2 == case and p1 != p2:
                 pairs += 1
                 swapped += (p1 < p2) != (m1 < m2)
@@ -201,6 +225,48 @@ def _say_details(say, details: list) -> None:
         f"{sum(e > 0.3 for e in errors)} over 30%; pairs of runs in one case ordered unlike "
         f"the measurement: {swapped} of {pairs}"
     )
+    by_algo: dict[str, list[float]] = {}
+    for _, c, pred, meas, _ in details:
+        by_algo.setdefault(c.algo, []).append(pred / meas)
+    say(
+        "median pred/meas by algorithm: "
+        + ", ".join(
+            f"{a} {statistics.median(r):.2f} ({len(r)})" for a, r in sorted(by_algo.items())
+        )
+    )
+
+
+def _phases(c, recs: list[dict]) -> str:
+    """The candidate's predicted and measured (median over its runs) phases, in ms."""
+    measured = [statistics.median(r["multiply_seconds"] for r in recs)]
+    predicted = [c.kernel]
+    if c.layouts is not None and all("phases" in r for r in recs):
+        ends = ("redistribute_in", "redistribute_out")
+        measured = [statistics.median(r["phases"][p]["seconds"] for r in recs) for p in ends]
+        measured.insert(1, statistics.median(r["multiply_seconds"] for r in recs))
+        predicted = [c.redistribute[0], c.kernel, c.redistribute[1]]
+    return (
+        " / ".join(f"{x * 1e3:.1f}" for x in predicted)
+        + " | "
+        + " / ".join(f"{x * 1e3:.1f}" for x in measured)
+    )
+
+
+class Recorder:
+    """A launcher keeping every run's record, so that the table can show its phases."""
+
+    def __init__(self, launcher):
+        self.launcher, self.records = launcher, {}
+
+    def run_json(self, P, argv, timeout, **how):
+        record, why = self.launcher.run_json(P, argv, timeout, **how)
+        if record is not None:
+            self.records.setdefault(tuple(argv[:-3]), []).append(record)  # less --json -r R
+        return record, why
+
+    def take(self, argv: list[str]) -> list[dict]:
+        """The records of the runs of ``argv`` (a candidate's run_args), forgotten here."""
+        return self.records.pop(tuple(argv), [])
 
 
 def _name(c) -> str:
