@@ -56,10 +56,12 @@ from .options import (
 )
 from .plan_view import (
     BOUND_NOTE,
+    NEAR,
     candidate_table,
     chain_record,
     chain_text,
     measured_text,
+    near_text,
     recommendation,
 )
 from .planner import candidates, measure, plan_chain, recommend, run_set
@@ -171,6 +173,7 @@ def main(args) -> int:
     if not cands:
         raise UsageError(f"no algorithm admits {P} ranks")
     best = recommend(cands, args.memory_per_rank)
+    close = near_ties(cands, best, args.memory_per_rank)
     measured = None
     if args.run:
         launcher = Launcher.find(
@@ -207,6 +210,7 @@ def main(args) -> int:
             "candidates": [c.record(shape, P, args.dtype, args.topology) for c in cands],
             "pareto": [i for i, c in enumerate(cands) if c.pareto],
             "recommended": best.record(shape, P, args.dtype, args.topology),
+            "near": [cands.index(c) for c in close],
         }
         if measured is not None:
             out["measured"] = [
@@ -255,9 +259,22 @@ def main(args) -> int:
         print(candidate_table(hidden, {id(c): cands.index(c) + 1 for c in hidden}, header=False))
     print(recommendation(best))
     print(f"run it:  {best.command(shape, P, args.dtype, args.topology)}")
+    if close and measured is None:
+        print(near_text(best, close))
     if measured is not None:
         print(measured_text(measured))
     return 0
+
+
+def near_ties(cands, best, budget: int | None) -> list:
+    """The next candidates `--run` would measure (bench.planner.run_set: another algorithm or
+    grid, another prediction) predicted within NEAR of ``best`` and within the budget: what the
+    model cannot tell from the recommendation."""
+    return [
+        c
+        for c in run_set(cands, best, 3)[1:]
+        if c.seconds <= best.seconds * (1 + NEAR) and (budget is None or c.memory <= budget)
+    ]
 
 
 def _chain_main(args, profile: Profile, rpn: int) -> int:

@@ -67,6 +67,23 @@ def recommendation(best: Candidate) -> str:
     )
 
 
+# how near a candidate's prediction must be to the recommendation's to be named beside it: the
+# median |predicted / measured - 1| of the planner's runs (scripts/plan_accuracy.py: 10.0% from
+# block layouts at 4-16 ranks on a 2-core machine, where 12 of 17 misses were such near ties)
+NEAR = 0.10
+
+
+def near_text(best: Candidate, close: list[Candidate]) -> str:
+    """The line naming ``close``, candidates predicted within NEAR of ``best``."""
+    names = ", ".join(
+        f"{c.algo} {c.grid_text} (+{100 * (c.seconds / best.seconds - 1):.1f}%)" for c in close
+    )
+    return (
+        f"within {100 * NEAR:.0f}% of it, nearer than the model's typical error: {names}; "
+        "`--run` measures them"
+    )
+
+
 def measured_text(measured: list) -> str:
     """[(candidate, (seconds | None, note))] in predicted order, against the measured order."""
     ok = [(c, s) for c, (s, _) in measured if s is not None]

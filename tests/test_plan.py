@@ -174,3 +174,33 @@ def test_printed_command_runs(profile_file):
     assert "--layouts block" in r.stdout  # plan's default: end to end from 2-D blocks
     assert "predicted vs measured" in r.stdout
     assert "first choice was the measured fastest" in r.stdout
+
+
+def test_near_ties_are_named_beside_the_recommendation(profile_file):
+    """The candidates `--run` would measure next that are predicted within NEAR of the first
+    choice (another algorithm or grid) are named with how much slower they are; none further
+    off, none over the memory budget; `plan` prints them and its JSON lists them."""
+    from bench.plan_cmd import near_ties
+    from bench.plan_view import NEAR
+    from layouts.endpoints import user_layouts
+
+    shape, P = (512, 256, 1024), 8
+    users = user_layouts(dict.fromkeys("ABC", "block"), shape, P)
+    cands = candidates(shape, P, Profile.load(profile_file), users=users)
+    best = recommend(cands, None)
+    close = near_ties(cands, best, None)
+    assert close
+    nxt = run_set(cands, best, 3)[1:]
+    for c in nxt:
+        assert (c in close) == (c.seconds <= best.seconds * (1 + NEAR))
+        assert (c.algo, c.grid_text) != (best.algo, best.grid_text)
+    assert len(nxt) > len(close)  # one is further off: the bound is tested both ways
+    assert near_ties(cands, best, min(c.memory for c in close) - 1) == []
+    base = ["plan", "--shape", "512,256,1024", "--P", "8", "--profile", str(profile_file)]
+    r = distmm(*base)
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith("within 10% of it"))
+    assert all(f"{c.algo} {c.grid_text} (+" in line for c in close)
+    r = distmm(*base, "--json")
+    out = json.loads(r.stdout)
+    assert [out["candidates"][i]["algo"] for i in out["near"]] == [c.algo for c in close]
