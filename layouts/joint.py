@@ -64,9 +64,12 @@ def _stack_jointly(a: list, b: list, lengths: list) -> list:
         j, n = i + 1, lengths[i]
         if j < m and lengths[j] == n:
             step, to_step = a[j] - a[i], b[j] - b[i]
-            while j + 1 < m and lengths[j + 1] == n and a[j + 1] - a[j] == step:
-                if b[j + 1] - b[j] != to_step:
-                    break
+            while (
+                j + 1 < m
+                and lengths[j + 1] == n
+                and a[j + 1] - a[j] == step
+                and b[j + 1] - b[j] == to_step
+            ):
                 j += 1
             j += 1
             out.append(((j - i, n), a[i], (step, 1), b[i], (to_step, 1)))

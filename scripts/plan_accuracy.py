@@ -242,13 +242,19 @@ def _say_details(say, details: list) -> None:
 
 def _phases(c, recs: list[dict]) -> str:
     """The candidate's predicted and measured (median over its runs) phases, in ms."""
-    measured = [statistics.median(r["multiply_seconds"] for r in recs)]
-    predicted = [c.kernel]
+
+    def median(seconds) -> float:
+        return statistics.median(seconds(r) for r in recs)
+
+    kernel = median(lambda r: r["multiply_seconds"])
+    predicted, measured = [c.kernel], [kernel]
     if c.layouts is not None and all("phases" in r for r in recs):
-        ends = ("redistribute_in", "redistribute_out")
-        measured = [statistics.median(r["phases"][p]["seconds"] for r in recs) for p in ends]
-        measured.insert(1, statistics.median(r["multiply_seconds"] for r in recs))
+        into, out = (
+            median(lambda r, p=p: r["phases"][p]["seconds"])
+            for p in ("redistribute_in", "redistribute_out")
+        )
         predicted = [c.redistribute[0], c.kernel, c.redistribute[1]]
+        measured = [into, kernel, out]
     return (
         " / ".join(f"{x * 1e3:.1f}" for x in predicted)
         + " | "

@@ -7,8 +7,11 @@ from launch import distmm
 
 from algorithms import ALGORITHMS, get
 from bench.model import Profile
+from bench.plan_cmd import near_ties
+from bench.plan_view import NEAR
 from bench.planner import candidates, measure, plan_chain, recommend, run_set
 from bench.units import parse_bytes
+from layouts.endpoints import user_layouts
 
 
 def test_candidates_cover_every_algorithm_and_grid(profile_file):
@@ -180,10 +183,6 @@ def test_near_ties_are_named_beside_the_recommendation(profile_file):
     """The candidates `--run` would measure next that are predicted within NEAR of the first
     choice (another algorithm or grid) are named with how much slower they are; none further
     off, none over the memory budget; `plan` prints them and its JSON lists them."""
-    from bench.plan_cmd import near_ties
-    from bench.plan_view import NEAR
-    from layouts.endpoints import user_layouts
-
     shape, P = (512, 256, 1024), 8
     users = user_layouts(dict.fromkeys("ABC", "block"), shape, P)
     cands = candidates(shape, P, Profile.load(profile_file), users=users)
