@@ -14,11 +14,13 @@ import signal
 import string
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UsageError
 from .machine import YIELD_SETTINGS, blas_threads, cores
+from .shm import remove_stale
 from .units import positive
 
 DISTMM = (sys.executable, "-m", "bench.cli")  # `distmm` as this interpreter runs it
@@ -152,7 +154,9 @@ def _child_setup() -> None:
 def launch(
     cmd: list[str], timeout: float, env: dict, cwd: str | os.PathLike | None = None
 ) -> tuple[str, int | None, str, str]:
-    """Run cmd in its own process group; ('done' | 'timeout', rc, stdout, stderr)."""
+    """Run cmd in its own process group; ('done' | 'timeout', rc, stdout, stderr). After a
+    job that failed, the MPI library's shared memory it left behind is removed (bench/shm.py)."""
+    start = time.time()
     proc = subprocess.Popen(
         cmd,
         stdout=subprocess.PIPE,
@@ -165,14 +169,18 @@ def launch(
     )
     try:
         out, err = proc.communicate(timeout=timeout)
-        return "done", proc.returncode, out, err
+        status, rc = "done", proc.returncode
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         out, err = proc.communicate()
-        return "timeout", None, out, err
+        status, rc = "timeout", None
     except BaseException:
         _kill_group(proc)
+        remove_stale(start)
         raise
+    if rc != 0:
+        remove_stale(start)
+    return status, rc, out, err
 
 
 def _kill_group(proc) -> None:

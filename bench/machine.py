@@ -19,6 +19,7 @@ from .metadata import (  # the version string, clean (Open MPI's ends in a NUL b
     cores,
     mpi_library,
 )
+from .shm import unlink_own
 
 # Not MPICH's MPIR_CVAR_ENABLE_HEAVY_YIELD (a sleep on every empty poll): with 4 ranks on 2 cores
 # it made a 4.5 MiB per rank Alltoallv 6x slower, and end-to-end runs from 1-D columns (3072^3,
@@ -99,6 +100,7 @@ def _install_abort_hook(MPI) -> None:
             )
         sys.stderr.flush()
         time.sleep(0.3)  # let the launcher forward the message before Abort tears the job down
+        unlink_own()  # MPICH's segment, which Abort would leave in /dev/shm
         MPI.COMM_WORLD.Abort(1)
 
     sys.excepthook = hook

@@ -2,15 +2,19 @@
 such a run as failed and goes on (DISTMM_FAULT, bench/faults.py)."""
 
 import csv
+import functools
 import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from launch import distmm_mpi
 
 from bench.faults import Fault, fault_from_env
+from bench.launch import mpi_flavour
+from bench.shm import PREFIX, SHM, remove_stale
 
 # (algorithm, ranks, a communication phase it has)
 ALGOS = [
@@ -31,7 +35,7 @@ def test_failing_rank_ends_the_job(algo, n, phase, where, mode):
     env = dict(os.environ, DISTMM_FAULT=f"rank={n - 1},phase={phase},after=1,mode={mode}")
     if where == "setup":
         env["DISTMM_FAULT"] = f"rank={n - 1},phase=setup,mode={mode}"
-    start = time.monotonic()
+    since, start = time.time(), time.monotonic()
     r = subprocess.run(
         [*distmm_cmd(n), "run", algo, "--shape", "96,80,72", "--repeat", "2"],
         capture_output=True,
@@ -43,6 +47,21 @@ def test_failing_rank_ends_the_job(algo, n, phase, where, mode):
     assert r.returncode != 0, r.stdout
     assert elapsed < 30
     assert f"injected fault on rank {n - 1} at {phase}" in r.stderr
+    # MPICH's shared memory: unlinked by the rank that aborts; after a crash, by the launcher
+    if mode == "exit":
+        assert len(remove_stale(since)) == int(mpich_on_linux())
+    assert segments_since(since) == []
+
+
+@functools.cache
+def mpich_on_linux() -> bool:
+    from launch import mpiexec
+
+    return mpi_flavour(mpiexec())[0] == "mpich" and Path("/proc/self/maps").exists()
+
+
+def segments_since(since: float) -> list[str]:
+    return [p.name for p in SHM.glob(f"{PREFIX}*") if p.stat().st_ctime >= since]
 
 
 def distmm_cmd(n):
@@ -80,6 +99,7 @@ def test_malformed_fault_is_one_line(monkeypatch):
 
 def test_sweep_records_a_crashed_run_and_goes_on(tmp_path):
     env = dict(os.environ, DISTMM_FAULT="rank=1,phase=gemm,mode=exit")
+    since = time.time()
     r = subprocess.run(
         [
             sys.executable,
@@ -111,3 +131,4 @@ def test_sweep_records_a_crashed_run_and_goes_on(tmp_path):
     with open(tmp_path / "r.csv", newline="") as fh:
         status = {row["P"]: row["status"] for row in csv.DictReader(fh)}
     assert status == {"2": "failed", "1": "ok"}  # rank 1 exists only in the 2-rank run
+    assert segments_since(since) == []  # the crashed job's shared memory, removed by the sweep
