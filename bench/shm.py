@@ -39,9 +39,9 @@ def unlink_own() -> None:
             Path(path).unlink(missing_ok=True)
 
 
-def remove_stale(since: float) -> list[str]:
-    """Remove the MPICH segments of this user made since ``since`` (time.time()) that no
-    process maps (one younger than SETTLE_SECONDS checked once it is that old); their names."""
+def stale(since: float) -> list[Path]:
+    """This user's MPICH segments made since ``since`` (time.time()) that no process maps
+    (one younger than SETTLE_SECONDS checked once it is that old)."""
     if not SHM.is_dir() or not Path("/proc/self/maps").exists():
         return []
     uid = os.getuid()
@@ -59,12 +59,15 @@ def remove_stale(since: float) -> list[str]:
     mapped: set[str] = set()
     for maps in Path("/proc").glob("[0-9]*/maps") if found else ():
         mapped |= _mapped(maps)
-    removed = []
+    return [p for p in found if str(p) not in mapped]
+
+
+def remove_stale(since: float) -> list[str]:
+    """Remove :func:`stale` segments; their names."""
+    found = stale(since)
     for p in found:
-        if str(p) not in mapped:
-            p.unlink(missing_ok=True)
-            removed.append(p.name)
-    return removed
+        p.unlink(missing_ok=True)
+    return [p.name for p in found]
 
 
-__all__ = ["remove_stale", "unlink_own"]
+__all__ = ["remove_stale", "stale", "unlink_own"]
