@@ -18,7 +18,15 @@ from layouts import to_memory
 from layouts.builder import build, dev, mem
 from topology import AbstractMesh
 
-from .plan import Plan, ceil_to, check_grid, check_positive, check_shape, factor_pairs
+from .plan import (
+    Plan,
+    PlanError,
+    ceil_to,
+    check_grid,
+    check_positive,
+    check_shape,
+    factor_pairs,
+)
 from .spec import GRID, Algorithm, Option, cube_side, panel_gemms
 from .symbolic import is_placeholder, placeholder, reshaped
 
@@ -30,8 +38,17 @@ def grids(P: int) -> list[tuple[int, ...]]:
 
 
 def panel_width(algo: str, panel: int | None, default: int) -> int:
-    """The panel width: ``default`` when none is given, else a positive integer (checked)."""
-    return default if panel is None else check_positive(algo, "panel width", panel)
+    """The panel width: ``default`` (the widest: K's share of one process) when none is given,
+    else a positive integer up to it (checked: a wider panel only pads K with zeros)."""
+    if panel is None:
+        return default
+    check_positive(algo, "panel width", panel)
+    if panel > default:
+        raise PlanError(
+            f"{algo}: panel width {panel} is wider than K's share of one process ({default}); "
+            "a wider panel would only pad K with zeros"
+        )
+    return panel
 
 
 def panel_widths(plan: Plan) -> list[int | None]:

@@ -71,7 +71,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args) -> int:
-    from .machine import start_mpi
+    from .machine import start_mpi, validated
 
     out = Path(args.out)
     if not out.parent.exists():
@@ -79,6 +79,7 @@ def main(args) -> int:
     if args.up_to is not None and args.up_to < 1:
         raise UsageError(f"--up-to {args.up_to}: give the largest rank count to measure (>= 1)")
     MPI, facts = start_mpi()
+    validated()  # an error from here on ends every rank
     world = MPI.COMM_WORLD
     P, rank = world.Get_size(), world.Get_rank()
     say = (lambda *a: print(*a, flush=True)) if rank == 0 else (lambda *a: None)

@@ -70,10 +70,6 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return int(importlib.import_module(args._module).main(args) or 0)
-    except (UsageError, LayoutError, MeshError, PlanError, ProfileError, FileNotFoundError) as err:
-        if _rank() == 0:
-            print(f"distmm {args.command}: error: {err}", file=sys.stderr, flush=True)
-        return 2
     except BrokenPipeError:
         if "mpi4py.MPI" in sys.modules:  # a job's ranks abort together (bench/machine.py)
             raise
@@ -81,6 +77,15 @@ def main(argv: list[str] | None = None) -> int:
         # tools do, with nothing more to flush into the closed pipe at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except (UsageError, LayoutError, MeshError, PlanError, ProfileError, OSError) as err:
+        from .machine import abort_job, past_validation
+
+        message = f"distmm {args.command}: error: {err}"
+        if past_validation():  # perhaps this rank's alone: the others must not wait for it
+            abort_job(message, 2)
+        if _rank() == 0:
+            print(message, file=sys.stderr, flush=True)
+        return 2
 
 
 if __name__ == "__main__":

@@ -117,16 +117,23 @@ def _summary_line(summary: dict, alpha: float) -> str:
     return line + f"; {n['only in old']} only in old, {n['only in new']} only in new"
 
 
-def _too_few_note(changes: list[Change], alpha: float) -> str | None:
+def _too_few_note(changes: list[Change], alpha: float, pooled: bool) -> str | None:
+    """Why the configurations marked * cannot differ significantly, and what to run instead;
+    ``pooled``: some configuration ran in several jobs (then each job is one sample)."""
     few = [c for c in changes if c.ratio is not None and not c.testable]
     if not few:
         return None
     lowest = min(min_p_value(len(c.old), len(c.new)) for c in few)
+    fix = (
+        f"run each configuration in at least {MIN_SAMPLES} jobs (sweep jobs = {MIN_SAMPLES}: "
+        "with several jobs each job's median is one sample)"
+        if pooled
+        else f"repeat each run at least {MIN_SAMPLES} times (sweep repeat = {MIN_SAMPLES})"
+    )
     return (
         f"{len(few)} configuration(s) marked * have too few samples: the smallest p value "
         f"they can give is {lowest:.3g}, not below alpha {alpha:g}, so no difference there can "
-        f"be significant; repeat each run at least {MIN_SAMPLES} times "
-        f"(sweep repeat = {MIN_SAMPLES}, 5 vs 5 can reach p = 0.0079)"
+        f"be significant; {fix}; 5 vs 5 can reach p = 0.0079"
     )
 
 
@@ -155,7 +162,7 @@ def main(args) -> int:
     if summary["in_both"] == 0:
         raise UsageError(f"no configuration with an ok row in both {args.old} and {args.new}")
     warnings = _warnings(old, new)
-    note = _too_few_note(changes, args.alpha)
+    note = _too_few_note(changes, args.alpha, old.pooled > 0 or new.pooled > 0)
     failing = slower_above(changes, args.fail_above) if args.fail_above is not None else []
 
     for text in warnings:

@@ -1,11 +1,12 @@
 """Fault injection, to check that a failing rank ends the whole job cleanly.
 
-``DISTMM_FAULT="rank=R,phase=PHASE[,after=N][,mode=raise|exit]"`` makes rank R fail at its
+``DISTMM_FAULT="rank=R,phase=PHASE[,after=N][,mode=raise|exit|oserror]"`` makes rank R fail at its
 (N+1)-th PHASE of a run: PHASE is a schedule event kind (gemm, shift, bcast, allgather,
 reduce_scatter, allreduce, copy), ``setup`` (after the blocks are generated, before any
 collective of the multiplication) or ``verify``. ``raise`` raises :class:`InjectedFault` (the
 abort hook then ends the job); ``exit`` kills the process without any MPI clean-up, as a crash
-would (the launcher then ends the job).
+would (the launcher then ends the job); ``oserror`` raises an OSError, as a rank's failing
+write would (one line, then the job is aborted: bench/cli.py).
 
 ``DISTMM_FAULT="mode=delay,factor=F[,algo=ALGO][,rank=R]"`` slows a run on purpose instead, so
 that the significance machinery (``distmm compare``) can be tested: every timed repetition of
@@ -17,6 +18,7 @@ changes: warm-ups, the compute-only baseline, the data and the verification are 
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Mapping
@@ -40,7 +42,7 @@ class InjectedFault(RuntimeError):
     """The failure DISTMM_FAULT asked for."""
 
 
-MODES = ("raise", "exit", "delay")
+MODES = ("raise", "exit", "oserror", "delay")
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,8 @@ class Fault:
                     flush=True,
                 )
                 os._exit(3)
+            if self.mode == "oserror":
+                raise OSError(errno.EIO, message)
             raise InjectedFault(message)
 
         return hit
@@ -93,13 +97,13 @@ def fault_from_env(environ: Mapping[str, str] = os.environ) -> Fault | None:
         key, sep, value = part.partition("=")
         if not sep or key.strip() not in ("rank", "phase", "after", "mode", "factor", "algo"):
             raise ValueError(
-                f"{ENV}={text!r}: expected rank=R,phase=P[,after=N][,mode=raise|exit] or "
+                f"{ENV}={text!r}: expected rank=R,phase=P[,after=N][,mode=raise|exit|oserror] or "
                 f"mode=delay,factor=F[,algo=A][,rank=R], not {part!r}"
             )
         fields[key.strip()] = value.strip()
     mode = fields.get("mode", "raise")
     if mode not in MODES:
-        raise ValueError(f"{ENV}: mode must be raise, exit or delay, not {mode!r}")
+        raise ValueError(f"{ENV}: mode must be raise, exit, oserror or delay, not {mode!r}")
     if mode == "delay":
         return _delay(text, fields)
     if "factor" in fields or "algo" in fields:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from layouts import parse_layout, parse_sbp
+from layouts import LayoutError, parse_layout, parse_sbp
 
 from .errors import UsageError
 from .layout_view import all_levels, check_small, describe, parse_levels, text_report
@@ -62,7 +62,16 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(
                 f"invalid --sbp shape {args.sbp!r}: write positive sizes like 10,7"
             ) from None
-        layout = parse_sbp(args.notation).to_layout(shape, sizes)
+        placement = parse_sbp(args.notation)
+        axes = [axis for axis, _ in placement.placements]
+        missing = [axis for axis in axes if axis not in sizes]
+        if missing:
+            raise LayoutError(
+                args.notation,
+                f"give the size of every mesh axis with --levels, e.g. --levels "
+                f"{','.join(f'{a}=2' for a in axes)} (missing: {', '.join(missing)})",
+            )
+        layout = placement.to_layout(shape, sizes)
     else:
         layout = parse_layout(args.notation)
     levels = all_levels(layout, sizes, args.notation)

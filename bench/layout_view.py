@@ -13,6 +13,7 @@ import numpy as np
 
 from layouts import TIME, TensorLayout, held_indices, time_chunk
 from layouts.blockmap import address_contributions, level_contributions
+from layouts.tensorlayout import format_offset
 
 from .errors import UsageError
 from .units import parse_int
@@ -190,11 +191,12 @@ def text_report(
     if has_time(layout):
         time = f"{layout.time_size} chunks"
         if layout.rotation:
-            time += (
-                f", {_rotation_text(layout)}: at step t a device holds chunk "
-                f"({_offset_formula(layout)} + {layout.rotation.pace}*t) mod "
-                f"{layout.time_size}"
-            )
+            r, n = layout.rotation, layout.time_size
+            head = f"({format_offset(r.offset)} + {r.pace}*t) mod {n}"
+            held = f"chunk {head}" if r.window == 1 else f"chunks h .. h+{r.window - 1} mod {n}"
+            time += f", {_rotation_text(layout)}: at step t a device holds {held}"
+            if r.window > 1:
+                time += f", h = {head}"
         else:
             time += ", no rotation: at step t every device holds chunk t"
         lines.append(f"time axis      {time}")
@@ -209,11 +211,6 @@ def text_report(
     if unknown := [lv for lv in repl if levels.get(lv) is None]:
         lines.append(f"note: the size of {', '.join(unknown)} is not given (--levels NAME=SIZE)")
     return "\n".join(lines)
-
-
-def _offset_formula(layout: TensorLayout) -> str:
-    text = _rotation_text(layout)[3:-1]
-    return text.split(", pace=")[0]
 
 
 def device_summary(layout: TensorLayout, levels: Mapping[str, int | None]) -> list[str]:

@@ -86,6 +86,26 @@ def start_mpi():
     return MPI, facts
 
 
+def validated() -> None:
+    """Say that every rank has checked its input: an error from here on may be one rank's
+    alone, and ends the whole job (:func:`abort_job`) instead of leaving the others waiting."""
+    _STARTED["validated"] = True
+
+
+def past_validation() -> bool:
+    return bool(_STARTED.get("validated"))
+
+
+def abort_job(message: str, code: int) -> None:
+    """Print ``message`` (one line, from this rank) and abort every rank of the job."""
+    MPI = _STARTED["MPI"]
+    sys.stderr.write(f"[rank {MPI.COMM_WORLD.Get_rank()}] {message}\n")
+    sys.stderr.flush()
+    time.sleep(0.3)  # let the launcher forward the message before Abort tears the job down
+    unlink_own()  # MPICH's segment, which Abort would leave in /dev/shm
+    MPI.COMM_WORLD.Abort(code)
+
+
 def _install_abort_hook(MPI) -> None:
     def hook(kind, value, tb):
         from .faults import InjectedFault

@@ -98,7 +98,8 @@ def add_topology(p: argparse.ArgumentParser, note: str = "") -> None:
         help="mesh (default), mncore (the 8192-PE "
         "board), mncore:L2B,L1B,MAB,PE (a scaled tree, e.g. mncore:2,2,2,2) or "
         "cluster:NODES,RANKS_PER_NODE[:round-robin] (ranks on nodes in blocks, or dealt out; "
-        "give its network with --network)" + note,
+        "its network: --network PRESET for predict and plan, --emulate-links PRESET to hold "
+        "a run's messages to it)" + note,
     )
 
 

@@ -139,6 +139,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args) -> int:
+    if args.emulate and not args.links:
+        raise UsageError("--emulate needs the links to emulate (--links or --network)")
     profile = Profile.load(args.profile)
     P = args.P
     rpn = ranks_per_node(args, P)
@@ -174,15 +176,13 @@ def main(args) -> int:
         raise UsageError(f"no algorithm admits {P} ranks")
     best = recommend(cands, args.memory_per_rank)
     close = near_ties(cands, best, args.memory_per_rank)
+    emulate = args.links if args.emulate else None  # the runs' and the commands' (run it:)
     measured = None
     if args.run:
         launcher = Launcher.find(
             args.mpiexec, args.launcher, args.hostfile, args.ranks_per_node, args.pin
         )
         runs = run_set(cands, best, top)
-        emulate = args.links if args.emulate else None
-        if args.emulate and not args.links:
-            raise UsageError("--emulate needs the links to emulate (--links or --network)")
         times = measure(
             runs,
             shape,
@@ -207,15 +207,15 @@ def main(args) -> int:
             "planning_seconds": elapsed,
             "pruned": cands.pruned,
             "uncountable": cands.uncountable,
-            "candidates": [c.record(shape, P, args.dtype, args.topology) for c in cands],
+            "candidates": [c.record(shape, P, args.dtype, args.topology, emulate) for c in cands],
             "pareto": [i for i, c in enumerate(cands) if c.pareto],
-            "recommended": best.record(shape, P, args.dtype, args.topology),
+            "recommended": best.record(shape, P, args.dtype, args.topology, emulate),
             "near": [cands.index(c) for c in close],
         }
         if measured is not None:
             out["measured"] = [
                 {
-                    **c.record(shape, P, args.dtype, args.topology),
+                    **c.record(shape, P, args.dtype, args.topology, emulate),
                     "measured_seconds": s,
                     "note": note,
                 }
@@ -258,7 +258,7 @@ def main(args) -> int:
         print("further Pareto-optimal (less memory, slower):")
         print(candidate_table(hidden, {id(c): cands.index(c) + 1 for c in hidden}, header=False))
     print(recommendation(best))
-    print(f"run it:  {best.command(shape, P, args.dtype, args.topology)}")
+    print(f"run it:  {best.command(shape, P, args.dtype, args.topology, emulate)}")
     if close and measured is None:
         print(near_text(best, close))
     if measured is not None:

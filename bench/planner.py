@@ -75,11 +75,11 @@ class Candidate:
             emulate_links=emulate_links,
         )
 
-    def command(self, shape, P: int, dtype: str, topology: str = "mesh") -> str:
-        """The command that runs this candidate."""
-        return shell_command(P, self.run_args(shape, dtype, topology))
+    def command(self, shape, P: int, dtype: str, topology: str = "mesh", emulate=None) -> str:
+        """The command that runs this candidate (``emulate``: the links its run emulates)."""
+        return shell_command(P, self.run_args(shape, dtype, topology, emulate))
 
-    def record(self, shape, P, dtype, topology) -> dict:
+    def record(self, shape, P, dtype, topology, emulate=None) -> dict:
         return {
             "algo": self.algo,
             "grid": list(self.plan.grid),
@@ -98,7 +98,7 @@ class Candidate:
             "memory_per_rank": self.memory,
             "bytes_per_rank": self.bytes_sent,
             "pareto": self.pareto,
-            "command": self.command(shape, P, dtype, topology),
+            "command": self.command(shape, P, dtype, topology, emulate),
         }
 
 

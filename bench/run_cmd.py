@@ -113,7 +113,7 @@ def repetitions(args) -> Repetitions:
 
 
 def main(args) -> int:
-    from .machine import start_mpi
+    from .machine import start_mpi, validated
 
     check_paths(args)
     profile = Profile.load(args.profile) if args.profile else None
@@ -145,7 +145,8 @@ def main(args) -> int:
         from .trace import Tracer
 
         tracer = Tracer(args.trace, world.Get_rank())
-    job = job_comm(world, e2e)  # every rank has validated everything: collectives from here
+    validated()  # every rank has checked everything: collectives from here
+    job = job_comm(world, e2e)
     mesh = Mesh(plan.mesh, job, binding=binding, tree=tree)
     result, blocks = run_plan(
         module,

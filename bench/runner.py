@@ -121,16 +121,30 @@ def bound_layouts(plan, binding, tree) -> dict[str, str]:
 
 
 def check_paths(args) -> None:
-    """Refuse --dump / --trace targets that cannot be written, before MPI starts."""
+    """Refuse --dump / --trace targets that cannot be written, before MPI starts: each is a
+    directory, made now (every rank tries; a file of that name, or a place no directory can be
+    made, is refused)."""
     if args.dump:
-        parent = os.path.dirname(os.path.abspath(args.dump))
-        if not os.path.isdir(parent):
-            raise UsageError(f"--dump {args.dump}: directory {parent} does not exist")
         M, K, N = args.shape
         if max(M * K, K * N, M * N) > DUMP_LIMIT:
             raise UsageError(f"--dump is for small shapes (at most {DUMP_LIMIT} elements a matrix)")
-    if args.trace and not os.path.isdir(os.path.dirname(os.path.abspath(args.trace))):
-        raise UsageError(f"--trace {args.trace}: its parent directory does not exist")
+        _directory("--dump", args.dump)
+    if args.trace:
+        _directory("--trace", args.trace)
+
+
+def _directory(flag: str, path: str) -> None:
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise UsageError(f"{flag} {path}: directory {parent} does not exist")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"{flag} {path}: a file of that name is in the way (give a directory)")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"{flag} {path}: cannot make that directory ({err.strerror})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: directory not writable")
 
 
 def check_memory(plan, dtype, ranks_per_node: int) -> None:

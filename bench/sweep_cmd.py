@@ -97,6 +97,8 @@ def main(args) -> int:
     results = Path(cfg["results"])
     for note in skipped:
         _say(f"distmm sweep: skipping {note} (no grid for that many ranks)")
+    if not runs:
+        raise UsageError("nothing to run: no algorithm of the sweep has a grid for its ranks")
     if args.dry_run:
         for r in runs:
             print(f"{r['key']}  {_label(r, 10)}")

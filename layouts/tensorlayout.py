@@ -373,7 +373,7 @@ def format_layout(layout: TensorLayout) -> str:
     if layout.partial:
         body += "; P@[" + ", ".join(layout.partial) + "]"
     if layout.rotation is not None:
-        body += "; R@[" + _format_offset(layout.rotation.offset)
+        body += "; R@[" + format_offset(layout.rotation.offset)
         if layout.rotation.pace != 1:
             body += f", pace={layout.rotation.pace}"
         if layout.rotation.window != 1:
@@ -386,7 +386,8 @@ def format_layout(layout: TensorLayout) -> str:
     return text
 
 
-def _format_offset(offset) -> str:
+def format_offset(offset) -> str:
+    """A rotation's offset as the notation writes it (``2*m + n``; ``0`` if empty)."""
     out = ""
     for i, (lv, c) in enumerate(offset):
         sign = "-" if c < 0 else "+"

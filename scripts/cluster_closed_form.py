@@ -32,6 +32,7 @@ from algorithms import get  # noqa: E402
 from algorithms.plan import PlanError  # noqa: E402
 from bench.model import (  # noqa: E402
     Profile,
+    ProfileError,
     communication_seconds,
     predict,
     schedule,
@@ -111,7 +112,11 @@ def main() -> int:
     p.add_argument("--profile")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
-    profile, source = load_profile(args.profile)
+    try:
+        profile, source = load_profile(args.profile)
+    except ProfileError as err:
+        print(f"cluster_closed_form: {err}", file=sys.stderr)
+        return 2
     rows = []
     for algo in ("summa", "cannon"):
         try:

@@ -159,7 +159,7 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--out", default="results/end_to_end.csv")
     args = p.parse_args()
-    profile_path = Path(args.profile)
+    profile_path = Path(args.profile).resolve()  # the runs start in ROOT
     if not profile_path.exists():
         print(f"calibrating on {cores()} ranks -> {profile_path}", file=sys.stderr, flush=True)
         state, rc, _, err = Launcher.find().run(

@@ -114,7 +114,7 @@ def main() -> None:
     p.add_argument("--cluster", type=int, metavar="RPN", help="emulated nodes of RPN ranks")
     p.add_argument("--emulate-links", metavar="PRESET", help="the network, with --cluster")
     args = p.parse_args()
-    profile = Path(args.profile)
+    profile = Path(args.profile).resolve()  # the runs start in ROOT
     if not profile.exists():
         print(f"calibrating on {cores()} ranks -> {profile}", file=sys.stderr, flush=True)
         profile.parent.mkdir(parents=True, exist_ok=True)

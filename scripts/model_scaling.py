@@ -74,7 +74,7 @@ def main() -> int:
     ap.add_argument("--limit-gib", type=float, default=8.0, help="address-space cap per run")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        profile = args.profile
+        profile = args.profile and os.path.abspath(args.profile)  # the runs start in ROOT
         if profile is None:
             profile = str(Path(tmp) / "profile.json")
             Path(profile).write_text(json.dumps(PROFILE))

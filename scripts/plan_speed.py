@@ -77,7 +77,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs of each plan, in turns (medians)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        profile = args.profile
+        profile = args.profile and os.path.abspath(args.profile)  # the runs start in ROOT
         if profile is None:
             profile = str(Path(tmp) / "profile.json")
             Path(profile).write_text(json.dumps(PROFILE))

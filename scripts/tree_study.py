@@ -17,6 +17,7 @@ predicted and measured seconds.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -98,7 +99,7 @@ def main() -> int:
                 binding=b,
                 emulate_links=args.links,
                 repeat=args.repeat,
-                profile=args.profile,
+                profile=os.path.abspath(args.profile),  # the runs start in ROOT
                 as_json=True,
                 layouts=args.layouts,
             )

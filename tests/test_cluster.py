@@ -217,6 +217,10 @@ def test_plan_run_can_emulate_the_network(tmp_path):
     r = distmm("plan", "--shape", "256,256,256", "--P", "4", "--profile", str(prof),
                "--topology", "cluster:2,2", "--run", "--emulate")  # fmt: skip
     assert r.returncode == 2 and "--network" in r.stderr
+    r = distmm("plan", "--shape", "256,256,256", "--P", "4", "--profile", str(prof),
+               "--topology", "cluster:2,2", "--network", "1gbe", "--emulate")  # fmt: skip
+    run_it = next(line for line in r.stdout.splitlines() if line.startswith("run it:"))
+    assert run_it.endswith("--emulate-links 1gbe"), run_it  # the command reproduces the runs
 
 
 def test_relabelled_rank_order():

@@ -54,6 +54,26 @@ def test_failing_rank_ends_the_job(algo, n, phase, where, mode):
     assert stale(since) == []
 
 
+@pytest.mark.parametrize("algo,n,phase", [("summa", 4, "gemm"), ("t10", 3, "setup")])
+def test_an_error_on_one_rank_after_validation_ends_the_job_in_one_line(algo, n, phase):
+    """A usage-type error (here an OSError, as a failing write) on one rank once the ranks
+    have validated their input: one line from that rank, the whole job aborted (no hang)."""
+    env = dict(os.environ, DISTMM_FAULT=f"rank={n - 1},phase={phase},mode=oserror")
+    since = time.time()
+    r = subprocess.run(
+        [*distmm_cmd(n), "run", algo, "--shape", "96,80,72", "--repeat", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert r.returncode != 0
+    line = f"[rank {n - 1}] distmm run: error: [Errno 5] injected fault on rank {n - 1}"
+    assert line in r.stderr
+    assert "Traceback" not in r.stderr
+    assert stale(since) == []
+
+
 @functools.cache
 def mpich_on_linux() -> bool:
     from launch import mpiexec

@@ -66,6 +66,12 @@ def test_text_report_rotation(capsys):
     assert "x=1, y=2: rows 4-7; cols 0-3; Time chunk 0" in out
 
 
+def test_a_rotation_window_is_described_as_the_chunks_from_its_head(capsys):
+    status, out, _ = run(capsys, "((2_x, 4:8), (4_Time, 2:1); R@[2*x, pace=3, window=2])")
+    assert status == 0
+    assert "holds chunks h .. h+1 mod 4, h = (2*x + 3*t) mod 4" in out
+
+
 def test_json_rows_split(capsys):
     data = run_json(capsys, "((4_PE, 3:8), (8:1))")
     assert data["canonical"] == "((4_PE, 3:8), (8:1))"
@@ -143,7 +149,7 @@ LAYOUT = "((4_PE, 3), (8))"
         ([LAYOUT, "--levels", "Time=2"], "Time=2", "not a device level"),
         ([LAYOUT, "--levels", "PE=8"], LAYOUT, "splits level PE into 4 but --levels gives PE=8"),
         (["[x=S(0)]", "--sbp", "10,y", "--levels", "x=2"], "10,y", "invalid --sbp shape"),
-        (["[x=S(0)]", "--sbp", "10,7"], "[x=S(0)]", "mesh has no axis 'x'"),
+        (["[x=S(0)]", "--sbp", "10,7"], "[x=S(0)]", "size of every mesh axis with --levels"),
         (["[x=S(0)", "--sbp", "10,7"], "[x=S(0)", "an SBP placement is written"),
         (
             ["((3:1), (2:3), (2:6))", "--plot", "never.png"],
@@ -196,3 +202,9 @@ def test_subprocess_module_entry_point_usage_error():
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and "'PE=0'" in lines[0] and "not a positive integer" in lines[0]
+
+
+def test_sbp_without_the_mesh_sizes_asks_for_levels(capsys):
+    status, _, err = run(capsys, "[x=S(0), y=S(1)]", "--sbp", "10,7", "--levels", "x=2")
+    assert status == 2
+    assert "give the size of every mesh axis with --levels" in err and "(missing: y)" in err

@@ -134,6 +134,13 @@ def test_toml_typo_names_key_and_line(tmp_path):
     assert res.returncode == 2 and "typo.toml:3" in res.stderr and "repeat" in res.stderr
 
 
+def test_a_sweep_with_nothing_to_run_says_so(tmp_path):
+    res = sweep(tmp_path, "--algos", "cannon", "--ranks", "3", "--shapes", "64,64,64", timeout=30)
+    assert res.returncode == 2
+    assert "error: nothing to run: no algorithm of the sweep has a grid" in res.stderr
+    assert not (tmp_path / "results").exists()
+
+
 def test_weak_rule_and_skips(tmp_path):
     from bench.sweep_config import weak_shape
 
