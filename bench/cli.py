@@ -40,6 +40,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line, printed by rank 0 only, exit status 2."""
 
     def error(self, message: str):
+        if message.endswith("expected one argument"):  # argparse takes "-512,4,512" for a flag
+            message += " (a value that starts with '-' is written --option=VALUE)"
         if _rank() == 0:
             print(f"{self.prog}: error: {message}", file=sys.stderr, flush=True)
         sys.exit(2)

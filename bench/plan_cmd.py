@@ -77,7 +77,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="M,K1,K2,...",
         help="plan X[M,K1] @ W1[K1,K2] @ W2[K2,K3] ... as a whole",
     )
-    p.add_argument("--P", type=positive, required=True, help="rank count")
+    p.add_argument(
+        "--P", type=positive, help="rank count (default: the size of --topology, if given)"
+    )
     add_profile(p)
     add_dtype(p)
     p.add_argument(
@@ -141,6 +143,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args) -> int:
     if args.emulate and not args.links:
         raise UsageError("--emulate needs the links to emulate (--links or --network)")
+    if args.P is None:
+        if args.topology == "mesh":
+            raise UsageError("give the rank count with --P (or a --topology, whose size it is)")
+        from topology.tree import parse_topology
+
+        args.P = parse_topology(args.topology).size
     profile = Profile.load(args.profile)
     P = args.P
     rpn = ranks_per_node(args, P)

@@ -20,11 +20,10 @@ from .faults import fault_from_env
 from .metadata import collect
 from .model import Profile, move_seconds, predict, schedule, setup_seconds
 from .options import add_json, add_layouts, add_plan_arguments, add_profile, layout_specs
+from .run_checks import check_memory, check_paths
 from .runner import (
     Repetitions,
     bound_layouts,
-    check_memory,
-    check_paths,
     dump,
     make_plan,
     run_plan,
@@ -272,7 +271,7 @@ def format_result(r: dict) -> str:
             1, f"tree         {r['topology']} ({sizes}); binding {r['binding']}; links {emulated}"
         )
         if "layouts:" in lines:
-            lines[lines.index("layouts:")] = "layouts (MN-Core notation):"
+            lines[lines.index("layouts:")] = "layouts (on the tree's levels):"
         lines.append(
             "per level    "
             + ", ".join(f"{lv} {mib(n)}" for lv, n in r["level_bytes"].items())

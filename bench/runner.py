@@ -1,6 +1,7 @@
-"""The run driver behind `distmm run`: the plan from the arguments, the tree set-up, the memory
-check, then set-up, timed repetitions, the compute-only baseline and verification on every rank
-(``run_plan``), and the files a run leaves (--dump, --trace)."""
+"""The run driver behind `distmm run`: the plan from the arguments and the tree set-up, then
+set-up, timed repetitions, the compute-only baseline and verification on every rank
+(``run_plan``), and the files a run leaves (--dump, --trace); what a run refuses beforehand is
+in bench/run_checks.py."""
 
 from __future__ import annotations
 
@@ -17,11 +18,9 @@ from .files import save_npy_atomic, write_json_atomic
 from .model import level_bytes
 from .options import algorithm_options
 from .stats import MIN_SAMPLES, ci_coverage, enough, median_ci
-from .units import format_bytes
 from .verify import SEED_A, SEED_B, exact, freivalds, method_for, tolerance
 
 DEFAULT_LINKS = {"mncore": "mncore-emu", "cluster": "1gbe"}  # --emulate-links alone, by kind
-DUMP_LIMIT = 1 << 24  # elements per matrix that --dump will gather
 CONFIDENCE = 0.95
 
 
@@ -118,51 +117,6 @@ def bound_layouts(plan, binding, tree) -> dict[str, str]:
     from layouts import bind_layout
 
     return {n: str(bind_layout(getattr(plan, n), binding, tree)) for n in ("A", "B", "C")}
-
-
-def check_paths(args) -> None:
-    """Refuse --dump / --trace targets that cannot be written, before MPI starts: each is a
-    directory, made now (every rank tries; a file of that name, or a place no directory can be
-    made, is refused)."""
-    if args.dump:
-        M, K, N = args.shape
-        if max(M * K, K * N, M * N) > DUMP_LIMIT:
-            raise UsageError(f"--dump is for small shapes (at most {DUMP_LIMIT} elements a matrix)")
-        _directory("--dump", args.dump)
-    if args.trace:
-        _directory("--trace", args.trace)
-
-
-def _directory(flag: str, path: str) -> None:
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise UsageError(f"{flag} {path}: directory {parent} does not exist")
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise UsageError(f"{flag} {path}: a file of that name is in the way (give a directory)")
-    try:
-        os.makedirs(path, exist_ok=True)
-    except OSError as err:
-        raise UsageError(f"{flag} {path}: cannot make that directory ({err.strerror})") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise UsageError(f"{flag} {path}: directory not writable")
-
-
-def check_memory(plan, dtype, ranks_per_node: int) -> None:
-    """Refuse, before allocating anything, a run whose ranks would not fit in this node's memory
-    (every rank computes the same verdict from the plan and the node's physical memory)."""
-    need = get(plan.algo).memory(plan, dtype.itemsize)
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    if need * ranks_per_node > 0.8 * total:
-
-        def gib(n):
-            return format_bytes(n, "GiB", ".1f")
-
-        raise UsageError(
-            f"{plan.algo} {'x'.join(map(str, plan.shape))} {dtype} needs about "
-            f"{gib(need)} per rank, {gib(need * ranks_per_node)} for the "
-            f"{ranks_per_node} ranks on this node, which has {gib(total)}: use a "
-            f"smaller shape or more nodes"
-        )
 
 
 def save_trace(tracer, result: dict, world) -> None:

@@ -203,3 +203,12 @@ def test_near_ties_are_named_beside_the_recommendation(profile_file):
     r = distmm(*base, "--json")
     out = json.loads(r.stdout)
     assert [out["candidates"][i]["algo"] for i in out["near"]] == [c.algo for c in close]
+
+
+def test_the_rank_count_defaults_to_the_topologys(profile_file):
+    argv = ("plan", "--shape", "128,128,128", "--profile", str(profile_file), "--json")
+    r = distmm(*argv, "--topology", "cluster:2,2", "--network", "10gbe")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["P"] == 4
+    r = distmm(*argv)
+    assert r.returncode == 2 and "give the rank count with --P" in r.stderr
