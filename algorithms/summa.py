@@ -20,7 +20,6 @@ from topology import AbstractMesh
 
 from .plan import (
     Plan,
-    PlanError,
     ceil_to,
     check_grid,
     check_positive,
@@ -39,16 +38,11 @@ def grids(P: int) -> list[tuple[int, ...]]:
 
 def panel_width(algo: str, panel: int | None, default: int) -> int:
     """The panel width: ``default`` (the widest: K's share of one process) when none is given,
-    else a positive integer up to it (checked: a wider panel only pads K with zeros)."""
+    else a positive integer (checked), cut to ``default`` (a wider panel would only pad K with
+    zeros: 781 MiB sent for a 512^3 SUMMA on 4 ranks with panel 100000, 8 MiB with 256)."""
     if panel is None:
         return default
-    check_positive(algo, "panel width", panel)
-    if panel > default:
-        raise PlanError(
-            f"{algo}: panel width {panel} is wider than K's share of one process ({default}); "
-            "a wider panel would only pad K with zeros"
-        )
-    return panel
+    return min(check_positive(algo, "panel width", panel), default)
 
 
 def panel_widths(plan: Plan) -> list[int | None]:
@@ -61,7 +55,9 @@ def panel_widths(plan: Plan) -> list[int | None]:
     return out
 
 
-PANEL = Option("panel", "panel width along K", candidates=panel_widths)
+PANEL = Option(
+    "panel", "panel width along K (at most K's share of one process)", candidates=panel_widths
+)
 
 
 def plan(shape, P: int, *, grid=None, panel: int | None = None, overlap: bool = True) -> Plan:

@@ -175,7 +175,7 @@ def reading(r: Report, extra: list[str] = ()):
             + ", ".join(
                 f"**{a}** at {n} of {len(data_rows)} points" for a, n in _wins(data_rows, 3)
             )
-            + " (P = 1 moves nothing)."
+            + (" (P = 1 moves nothing)." if any(row[2] == 1 for row in data_rows) else ".")
         )
     lines += extra
     bad = r.df[r.df["status"] != "ok"]

@@ -51,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="';'-separated layouts of A, B and C, each run with distmm run --layouts, e.g. "
         "'native;block;block-cyclic:64' (default native)",
     )
-    p.add_argument("--repeat", type=positive, help="timed repetitions per run (default 3)")
+    p.add_argument("--repeat", type=positive, help="timed repetitions per run (default 5)")
     p.add_argument(
         "--jobs",
         type=positive,

@@ -10,7 +10,7 @@ to. A sweep is a TOML file (see ``scripts/*.toml``) or command-line flags, or bo
     layouts = ["native", "block"]          # where A, B start and C ends (distmm run --layouts):
                                            # native (default), rows, cols, block,
                                            # block-cyclic:NB or LAYOUT@MESH
-    repeat = 3
+    repeat = 5                             # 5: the report can separate two algorithms
     jobs = 1                               # separate mpiexec jobs per configuration (rounds)
     warmup = 1
     trace = false                          # --trace into results/<name>-traces/<run>/
@@ -58,6 +58,7 @@ from topology.mesh import MeshError
 
 from .errors import UsageError
 from .launch import LAUNCHER_HELP, launcher_problem
+from .stats import MIN_SAMPLES
 from .units import parse_ints
 
 KEY_FIELDS = "algo P M K N dtype repeat warmup topology trace scaling".split()
@@ -246,7 +247,7 @@ def configure(args) -> dict:
     cfg.setdefault("name", Path(args.file).stem if args.file else "sweep")
     cfg.setdefault("algorithms", list(ALGORITHMS))
     cfg.setdefault("dtypes", ["float32"])
-    cfg.setdefault("repeat", 3)
+    cfg.setdefault("repeat", MIN_SAMPLES)  # fewer: the report can never name a fastest
     cfg.setdefault("jobs", 1)
     cfg.setdefault("warmup", 1)
     cfg.setdefault("trace", False)

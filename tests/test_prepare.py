@@ -100,3 +100,12 @@ def test_an_end_to_end_prediction_prices_prepare_in_the_phase_in(profile_file):
     assert moved.with_setup(seconds).redistribute_in == moved.redistribute_in + seconds
     native = price_moves([], 4, profile, 4, 4)
     assert native.with_setup(seconds) == native
+
+
+@pytest.mark.parametrize("name", ["summa", "summa25d", "tesseract"])
+def test_a_panel_wider_than_ks_share_is_cut_to_it(name):
+    algo = get(name)
+    widest = algo.plan((512, 512, 512), 4).params["panel"]
+    plan = algo.plan((512, 512, 512), 4, panel=100_000)  # padded K 400-fold when taken as is
+    assert plan.params["panel"] == widest
+    assert algo.plan((512, 512, 512), 4, panel=widest // 2).params["panel"] == widest // 2
