@@ -66,7 +66,7 @@ def start_mpi():
             os.environ.setdefault(key, value)
     from mpi4py import MPI
 
-    _install_abort_hook(MPI)
+    _install_abort_hook()
     world = MPI.COMM_WORLD
     node = world.Split_type(MPI.COMM_TYPE_SHARED)
     local = node.Get_size()
@@ -97,8 +97,8 @@ def past_validation() -> bool:
 
 
 def abort_job(message: str, code: int) -> None:
-    """Print ``message`` (one line, from this rank) and abort every rank of the job."""
-    MPI = _STARTED["MPI"]
+    """Print ``message`` (from this rank) and abort every rank of the job."""
+    from mpi4py import MPI
     sys.stderr.write(f"[rank {MPI.COMM_WORLD.Get_rank()}] {message}\n")
     sys.stderr.flush()
     time.sleep(0.3)  # let the launcher forward the message before Abort tears the job down
@@ -106,21 +106,13 @@ def abort_job(message: str, code: int) -> None:
     MPI.COMM_WORLD.Abort(code)
 
 
-def _install_abort_hook(MPI) -> None:
+def _install_abort_hook() -> None:
     def hook(kind, value, tb):
         from .faults import InjectedFault
 
-        rank = MPI.COMM_WORLD.Get_rank()
         if issubclass(kind, InjectedFault):
-            sys.stderr.write(f"[rank {rank}] {value}: aborting the job\n")
-        else:
-            lines = traceback.format_exception(kind, value, tb)
-            sys.stderr.write(
-                f"[rank {rank}] unexpected error, aborting the job:\n" + "".join(lines)
-            )
-        sys.stderr.flush()
-        time.sleep(0.3)  # let the launcher forward the message before Abort tears the job down
-        unlink_own()  # MPICH's segment, which Abort would leave in /dev/shm
-        MPI.COMM_WORLD.Abort(1)
+            abort_job(f"{value}: aborting the job", 1)
+        lines = traceback.format_exception(kind, value, tb)
+        abort_job("unexpected error, aborting the job:\n" + "".join(lines).rstrip(), 1)
 
     sys.excepthook = hook
