@@ -14,6 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
+from .errors import UsageError
 from .options import add_json
 from .spans import load_run, phase_summary, spans_table, write_spans
 
@@ -27,6 +28,13 @@ def main(args) -> int:
     directory = Path(args.directory)
     run = load_run(directory)
     table = spans_table(directory)
+    found = {f.stem[4:] for f in directory.glob("rank*.json")}
+    missing = [r for r in range(run["P"]) if str(r) not in found]
+    if missing:  # per phase the slowest rank: not from some of them
+        raise UsageError(
+            f"{directory} lacks the traces of rank(s) {', '.join(map(str, missing))} of the "
+            f"{run['P']} in run.json (rank*.json): analyze needs every rank's"
+        )
     csv = write_spans(table, directory / "spans.csv")
     summary = phase_summary(table, run)
     if args.json:

@@ -72,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return int(importlib.import_module(args._module).main(args) or 0)
+    except KeyboardInterrupt:
+        if "mpi4py.MPI" in sys.modules:  # a job's ranks abort together (bench/machine.py)
+            raise
+        print(f"distmm {args.command}: interrupted", file=sys.stderr, flush=True)
+        return 130  # 128 + SIGINT, as the shell reports a Ctrl-C
     except BrokenPipeError:
         if "mpi4py.MPI" in sys.modules:  # a job's ranks abort together (bench/machine.py)
             raise

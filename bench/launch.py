@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -113,6 +114,9 @@ def mpi_flavour(mpiexec: str) -> tuple[str, str]:
     if "Open MPI" in text or "OpenRTE" in text or "open-mpi" in text.lower():
         return "openmpi", first
     if "HYDRA" in text or "MPICH" in text or "Intel(R) MPI" in text:
+        version = re.search(r"^\s*Version:\s*(\S+)", text, re.M)  # hydra's first line says none
+        if first.startswith("HYDRA") and version:
+            first = f"MPICH {version.group(1)} (hydra)"
         return "mpich", first
     return "unknown", first
 
@@ -181,6 +185,19 @@ def launch(
     if rc != 0:
         remove_stale(start)
     return status, rc, out, err
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM end this process as Ctrl-C does (SystemExit, status 143), so that a job it
+    is running is ended and cleaned up by :func:`launch` rather than orphaned mid-run. Also
+    removes, now, MPICH segments an earlier killed launcher left (bench/shm.py: those no
+    process maps)."""
+    signal.signal(signal.SIGTERM, _terminated)
+    remove_stale(0.0)
+
+
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)
 
 
 def _kill_group(proc) -> None:

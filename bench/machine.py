@@ -99,6 +99,7 @@ def past_validation() -> bool:
 def abort_job(message: str, code: int) -> None:
     """Print ``message`` (from this rank) and abort every rank of the job."""
     from mpi4py import MPI
+
     sys.stderr.write(f"[rank {MPI.COMM_WORLD.Get_rank()}] {message}\n")
     sys.stderr.flush()
     time.sleep(0.3)  # let the launcher forward the message before Abort tears the job down

@@ -39,7 +39,7 @@ import time
 from layouts.endpoints import label
 
 from .errors import UsageError
-from .launch import Launcher, add_launcher_arguments
+from .launch import Launcher, add_launcher_arguments, stop_on_sigterm
 from .model import Profile
 from .options import (
     add_dtype,
@@ -187,6 +187,7 @@ def main(args) -> int:
     emulate = args.links if args.emulate else None  # the runs' and the commands' (run it:)
     measured = None
     if args.run:
+        stop_on_sigterm()
         launcher = Launcher.find(
             args.mpiexec, args.launcher, args.hostfile, args.ranks_per_node, args.pin
         )

@@ -188,6 +188,8 @@ def read_frame(path: Path):
     missing = set(REQUIRED) - set(df.columns)
     if missing:
         raise UsageError(f"{path} lacks columns {', '.join(sorted(missing))}: not a sweep table")
+    if df.empty:
+        raise UsageError(f"{path} holds no runs (only its header)")
     for col in NUMBERS.split():
         if col not in df:
             df[col] = float("nan")

@@ -57,7 +57,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=3,
         metavar="N|auto",
         help="timed repetitions (default 3); auto: until the median's 95%% interval is within "
-        "--ci-width, at least 5 and at most --max-repeat of them, at most --max-seconds",
+        "--ci-width, at least 5 and at most --max-repeat of them, at most --max-seconds (either "
+        "cap may stop it sooner, even below 5: the result says so)",
     )
     p.add_argument(
         "--ci-width",
@@ -103,6 +104,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "1gbe, 10gbe, 25gbe, 100gbe, ib-hdr, ib-ndr; or a JSON file "
         "{level: {alpha, bandwidth, lanes}}; alone: mncore-emu on the tree, 1gbe on a cluster)",
     )
+
+
+def _auto_text(r: dict) -> str:
+    if r.get("repeat_mode") != "auto":
+        return ""
+    if r.get("ci_width_met"):
+        return "; --repeat auto"
+    return "; --repeat auto, stopped by --max-repeat or --max-seconds before --ci-width"
 
 
 def repetitions(args) -> Repetitions:
@@ -222,8 +231,7 @@ def format_result(r: dict) -> str:
         *(f"  {name}  {text}" for name, text in r["layouts"].items()),
         f"time         {r['seconds']:.4f} s median of {r['repeat']} "
         f"(min {r['seconds_min']:.4f}, max {r['seconds_max']:.4f})   {r['gflops']:.1f} GFLOP/s",
-        f"interval     {low:.4f} .. {high:.4f} s ({r['ci_method']})"
-        + ("; --repeat auto" if r.get("repeat_mode") == "auto" else ""),
+        f"interval     {low:.4f} .. {high:.4f} s ({r['ci_method']})" + _auto_text(r),
         f"compute-only {r['compute_seconds']:.4f} s   ratio compute/kernel "
         f"{r['compute_ratio']:.3f}",
         f"sent         {mib(r['bytes_sent'])} in total, per rank min {mib(min(per))} / "

@@ -252,6 +252,10 @@ def run_plan(
         "samples": times,
         "repeat": len(times),
         "repeat_mode": reps.mode,
+        # auto: whether the interval came within --ci-width, or a cap stopped it first
+        "ci_width_met": enough(times, reps.ci_width, CONFIDENCE, MIN_SAMPLES)
+        if reps.count is None
+        else None,
         "gflops": plan.flops / median / 1e9,
         "multiply_seconds": kernel,
         "multiply_samples": laps["multiply"],

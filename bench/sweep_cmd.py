@@ -24,7 +24,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from .errors import UsageError
-from .launch import Launcher, add_launcher_arguments, last_line, run_argv
+from .launch import Launcher, add_launcher_arguments, last_line, run_argv, stop_on_sigterm
 from .metadata import git_state
 from .record import DONE, RETRYABLE, read_table, row_from_result, write_table
 from .sweep_config import configure, plan_runs
@@ -94,7 +94,7 @@ def _fmt_time(s: float) -> str:
 def main(args) -> int:
     cfg = configure(args)
     runs, skipped = plan_runs(cfg)
-    results = Path(cfg["results"])
+    results = Path(cfg["results"]).resolve()  # one table, one lock, through any symlink
     for note in skipped:
         _say(f"distmm sweep: skipping {note} (no grid for that many ranks)")
     if not runs:
@@ -109,6 +109,7 @@ def main(args) -> int:
     where = (cfg.get("hostfile"), cfg.get("ranks_per_node"), cfg["pin"])
     launcher = Launcher.find(args.mpiexec, cfg["launcher"], *where)
     with _locked(results):
+        stop_on_sigterm()  # a killed sweep ends its job as a Ctrl-C does
         return _sweep(cfg, runs, results, launcher, args.retry_failed)
 
 

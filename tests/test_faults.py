@@ -4,6 +4,7 @@ such a run as failed and goes on (DISTMM_FAULT, bench/faults.py)."""
 import csv
 import functools
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -149,3 +150,26 @@ def test_sweep_records_a_crashed_run_and_goes_on(tmp_path):
         status = {row["P"]: row["status"] for row in csv.DictReader(fh)}
     assert status == {"2": "failed", "1": "ok"}  # rank 1 exists only in the 2-rank run
     assert stale(since) == []  # the crashed job's shared memory, removed by the sweep
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_sweep_stopped_mid_run_ends_its_job_and_leaves_nothing_behind(tmp_path, sig, code):
+    since = time.time()
+    argv = ["sweep", "--algos", "summa", "--ranks", "2", "--shapes", "1024,1024,1024"]
+    sweep = subprocess.Popen(
+        [sys.executable, "-m", "bench.cli", *argv, "--repeat", "400", "--results", "r.csv"],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3)  # the job has started: the sweep waits in launch()
+    sweep.send_signal(sig)
+    _, err = sweep.communicate(timeout=60)
+    assert sweep.returncode == code, err
+    if sig == signal.SIGINT:
+        assert err.strip().splitlines()[-1] == "distmm sweep: interrupted"  # no traceback
+    assert "Traceback" not in err
+    assert not (tmp_path / "r.csv").exists()  # the run was not finished: nothing recorded
+    assert stale(since) == []
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert str(tmp_path) not in ps and "--repeat 400" not in ps  # its job is gone

@@ -358,6 +358,9 @@ def test_calibrate_trace_analyze(tmp_path):
     assert (traces / "spans.csv").exists()
     r = distmm("analyze", str(tmp_path / "nowhere"))
     assert r.returncode == 2 and "not a directory" in r.stderr
+    (traces / "rank2.json").unlink()  # per phase the slowest rank: not without rank 2
+    r = distmm("analyze", str(traces))
+    assert r.returncode == 2 and "lacks the traces of rank(s) 2 of the 4" in r.stderr
 
 
 def test_calibrate_up_to_measures_the_larger_counts_in_a_job_of_its_own(tmp_path):

@@ -85,19 +85,15 @@ def test_report_from_small_table(tmp_path):
     assert "data:image/png;base64," in page and "<table>" in page
 
 
-def test_report_refuses_a_missing_table(tmp_path):
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.cli",
-            "report",
-            str(tmp_path / "no.csv"),
-            "-o",
-            str(tmp_path / "r"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
+def test_report_refuses_a_missing_table_and_one_without_runs(tmp_path):
+    (tmp_path / "header.csv").write_text(",".join(COLUMNS) + "\n")
+    for table, words in (("no.csv", "does not exist"), ("header.csv", "holds no runs")):
+        res = subprocess.run(
+            [sys.executable, "-m", "bench.cli", "report", str(tmp_path / table), "-o",
+             str(tmp_path / "r")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )  # fmt: skip
+        assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1
+        assert words in res.stderr
