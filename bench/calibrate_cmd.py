@@ -219,7 +219,7 @@ def main(args) -> int:
     }
     if rank == 0:
         write_json_atomic(out, profile, indent=1)
-        _say_above_cores(say, counts, cores, gemm)
+        _say_above_cores(say, counts, cores, gemm, threaded)
         say(f"\nwrote {out}")
     world.Barrier()
     return 0
@@ -238,13 +238,23 @@ def _say_threads(say, threaded: dict, one_thread: list) -> None:
         say(f"{m:>6} {k:>6} {n:>6} " + " ".join(f"{x:>7.2f}" for x in speedups))
 
 
-def _say_above_cores(say, counts: list[dict], cores: int, gemm: dict) -> None:
-    """Print what the model takes from the counts above the cores: the GEMMs' time-slicing
-    efficiency (Profile.with_own_time_slicing) and the collectives' alpha and beta
+def _say_above_cores(say, counts: list[dict], cores: int, gemm: dict, threaded: dict) -> None:
+    """Print what the model takes from the counts: up to the cores, what GEMMs take with every
+    rank computing at once against the rates (Profile.busy_at); above them the GEMMs'
+    time-slicing efficiency (Profile.with_own_time_slicing) and the collectives' alpha and beta
     (Profile.sliced_fit: only the counts and the cores matter to it)."""
     from .model.profile import Profile
 
-    profile = Profile(0.0, 0.0, 0.0, 0.0, gemm=gemm, cores=cores, counts=tuple(counts))
+    profile = Profile(
+        0.0, 0.0, 0.0, 0.0, gemm=gemm, gemm_threads=threaded, cores=cores, counts=tuple(counts)
+    )
+    busy = [c["ranks"] for c in counts if c["ranks"] <= cores and c.get("gemm_shared")]
+    if busy:
+        say(
+            "\n# GEMMs with every rank computing at once (the run's BLAS threads each), over "
+            "what the rates price, by rank count (the model prices GEMMs so): "
+            + ", ".join(f"{g}: {profile.busy_at(g):.2f}" for g in busy)
+        )
     own = profile.with_own_time_slicing()
     if len(own.shared_efficiency) > 1:
         say(

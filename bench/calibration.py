@@ -235,12 +235,51 @@ def sleep_until_all(world) -> None:
         time.sleep(0.005)
 
 
+BUSY_GEMM = 1024  # the square GEMM every rank does at once (busy_gemm, oversubscription)
+
+
+def busy_gemm(comm, cores: int, quick: bool, n: int | None = None) -> list:
+    """[n, seconds per n x n x n GEMM + accumulate] (n default BUSY_GEMM; quick: 512) with
+    every rank of ``comm`` doing the same on random operands, with the BLAS threads a run of
+    that many ranks on the node gives each (bench.machine.blas_threads), timed barrier to
+    barrier as a run's steps are (the slowest rank's time), the least of two laps. Against the
+    GEMM rates (each shape timed alone, each rank at its own pace) this is what the node's
+    ranks computing at once and keeping pace cost: on a 16-core machine 1024^3 took 1.4-1.6
+    times the rates' price at 16 ranks, 1.35-1.45 at 8 (2 threads each), 0.8-0.9 at 1."""
+    from threadpoolctl import threadpool_limits
+
+    from algorithms.local_gemm import gemm_rows
+    from bench.machine import blas_threads
+
+    n = n or (512 if quick else BUSY_GEMM)
+    a, b, c, tmp = _square_operands(comm.Get_rank(), n)
+    reps = 2 if quick else 6
+    with threadpool_limits(limits=blas_threads(cores, comm.Get_size()), user_api="blas"):
+        gemm_rows(a, b, c, True, tmp)
+        laps = []
+        for _ in range(2):
+            comm.Barrier()
+            t0 = now()
+            for _ in range(reps):
+                gemm_rows(a, b, c, True, tmp)
+            comm.Barrier()
+            laps.append(comm.bcast((now() - t0) / reps, root=0))
+    return [n, min(laps)]
+
+
+def _square_operands(seed: int, n: int) -> tuple:
+    """A and B random (ones or zeros draw less power), C and the scratch tile zero: n x n."""
+    data = np.random.default_rng(seed).standard_normal(2 * n * n, dtype=np.float32)
+    zeros = np.zeros((2, n, n), np.float32)
+    return data[: n * n].reshape(n, n), data[n * n :].reshape(n, n), zeros[0], zeros[1]
+
+
 def oversubscription(world, cores: int, quick: bool) -> dict | None:
     """GEMM time slicing as a run sees it: every rank does the same n x n x n GEMMs between
     MPI barriers (waiting ranks poll or yield in MPI, taking cycles from working ones), timed
-    barrier to barrier. {"n", "shared": seconds per GEMM so, "efficiency": time with one rank
-    per core x ranks per core / that time}; None when the job has no more ranks than cores.
-    The model takes the efficiency against its own GEMM rate of that shape
+    barrier to barrier (:func:`busy_gemm`). {"n", "shared": seconds per GEMM so, "efficiency":
+    time with one rank per core x ranks per core / that time}; None when the job has no more
+    ranks than cores. The model takes the efficiency against its own GEMM rate of that shape
     (Profile.with_own_time_slicing): the ranks asleep here slow the one-per-core GEMMs, and
     the rates may come from another job (calibrate --up-to)."""
     from algorithms.local_gemm import gemm_rows
@@ -248,9 +287,8 @@ def oversubscription(world, cores: int, quick: bool) -> dict | None:
     P, rank = world.Get_size(), world.Get_rank()
     if P <= cores:
         return None
-    n = 512 if quick else 1024
-    a, b = np.ones((n, n), np.float32), np.ones((n, n), np.float32)
-    c, tmp = np.zeros((n, n), np.float32), np.zeros((n, n), np.float32)
+    n = 512 if quick else BUSY_GEMM
+    a, b, c, tmp = _square_operands(rank, n)
     gemm_rows(a, b, c, True, tmp)
     reps = 2 if quick else 6
 
@@ -267,16 +305,7 @@ def oversubscription(world, cores: int, quick: bool) -> dict | None:
         spans = [x for x in world.allgather(span) if x is not None]
         return (max(e for _, e in spans) - min(s for s, _ in spans)) / reps
 
-    def shared() -> float:
-        """Every rank working, between MPI barriers, as in a run."""
-        world.Barrier()
-        t0 = now()
-        for _ in range(reps):
-            gemm_rows(a, b, c, True, tmp)
-        world.Barrier()
-        return world.bcast((now() - t0) / reps, root=0)
-
     alone_s = min(alone() for _ in range(2))
-    shared_s = min(shared() for _ in range(2))
+    _, shared_s = busy_gemm(world, cores, quick, n)
     per_core = P / cores
     return {"n": n, "shared": shared_s, "efficiency": alone_s * per_core / shared_s}

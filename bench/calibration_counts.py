@@ -10,6 +10,7 @@ from bench.model.fits import fit_alltoallv
 from topology.costs import EAGER_LIMIT
 
 from .calibration import (
+    busy_gemm,
     collective_factors,
     collective_ops,
     collectives,
@@ -43,7 +44,9 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
     the other g - 2 wait in MPI (polling or yielding, as a run's idle ranks do), each
     collective's measured / formula factor on the g ranks with those fits (large messages),
     the GEMM time slicing when g exceeds the cores (bench.calibration.oversubscription:
-    "efficiency", and "gemm_shared", the GEMM's n and seconds with every rank working), and
+    "efficiency"), "gemm_shared" (the n and seconds of a GEMM with every rank working at
+    once, bench.calibration.busy_gemm; at every count: up to the cores the model takes it
+    against its rates, Profile.busy_at), and
     whole layout changes (:func:`alltoallv_costs`). [{"ranks": g, "alpha", "beta",
     "alpha_large", "beta_large", "collective_factor": {kind: f}, "efficiency", "gemm_shared",
     "alltoallv", "yielding"}].
@@ -81,12 +84,15 @@ def _count_iters(nbytes: int, quick: bool) -> tuple[int, int]:
 def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
     shared = oversubscription(comm, cores, quick)
     efficiency = shared["efficiency"] if shared else 1.0
+    # every rank computing at once: time slicing above the cores, below them what the cores
+    # (and the memory they share) give a run's GEMMs against the rates timed shape by shape
+    busy = [shared["n"], shared["shared"]] if shared else busy_gemm(comm, cores, quick)
     alltoallv = alltoallv_costs(comm, quick, cores)
     if not messages:
         return {
             "ranks": comm.Get_size(),
             "efficiency": efficiency,
-            "gemm_shared": [shared["n"], shared["shared"]] if shared else None,
+            "gemm_shared": busy,
             "alltoallv": alltoallv,
             "collectives": sliced_collectives(comm, quick),
         }
@@ -103,6 +109,7 @@ def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
         "beta_large": large[1],
         "collective_factor": collective_factors(coll, comm.Get_size(), small, large),
         "efficiency": efficiency,
+        "gemm_shared": busy,
         "alltoallv": alltoallv,
     }
 
@@ -160,40 +167,60 @@ A2AV_MOVES = (("cols", "block"), ("block-cyclic:64", "block"), ("rows", "cols"))
 
 
 def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
-    """{"start", "message", "byte", "copy", "timed"}: a redistribution at this rank count,
-    fitted (bench.model.fits.fit_alltoallv) to whole layout changes as runs make them
+    """{"start", "message", "byte", "copy", "timed", "per_core"}: a redistribution at this
+    rank count, fitted (bench.model.fits.fit_alltoallv) to whole layout changes as runs make them
     (layouts.direct's writes into shared memory on one node, else layouts.transfer's packing,
     Alltoallv and unpacking; the kept part's copy) timed barrier to barrier as a run's phase
     is, for each of A2AV_MOVES on a square float32 matrix of A2AV_BYTES per rank (the largest
     where the g ranks fit the cores). "timed" holds
     each as [messages, bytes, copied bytes, seconds], the loads the model prices
-    (bench.model.redistribution.loads). Many ranks sharing cores make single Alltoallvs swing
-    with the scheduler; the model fits the counts above the cores together."""
+    (bench.model.redistribution.loads, with ``per_core`` ranks per core, at least 1: below
+    the cores it was once g / cores, which multiplied the loads by cores / g and priced a
+    16-core machine's moves at 4 ranks a fifth of what they took). A move that moves nothing
+    (cols to block on a 1 x g grid) is left out: a run returns the block itself there and the
+    model prices it at nothing, where its copied bytes timed at microseconds fitted copies as
+    free. Where the ranks fit the cores, they write twice the largest cache between them before
+    each lap, so that every lap starts with the blocks out of the caches, as a run's moves do
+    after the multiplication: timed warm, 8 MiB per rank at 2 ranks on 2 cores moved at 15-45
+    GB/s where the same moves in runs (and 32 MiB per rank, beyond the cache) took 7-15:
+    runs' moves at 2 ranks were priced a median 0.38 of what they took, 0.66-0.76 so (the
+    rest is block-cyclic's many pieces, which the loads do not count). Not above the cores:
+    there it priced moves at 4 ranks on 2 cores a median 1.32x what they took (1.02-1.06x
+    without). Many ranks sharing cores make single Alltoallvs swing with the scheduler; the
+    model fits the counts above the cores together."""
     from bench.model.redistribution import loads
     from layouts.counting import exchange_counts
     from layouts.direct import direct, release
     from layouts.endpoints import user_layout
     from layouts.transfer import transfer
 
+    from .machine import cache_bytes
+
     g = comm.Get_size()
+    per_core = max(g / cores, 1.0)  # as the model's loads take it (redistribution.ranks_seconds)
+    # written before each lap where the ranks fit the cores: together twice the largest cache
+    scratch = np.zeros(max(2 * cache_bytes() // g, 1 << 20) // 4 if g <= cores else 0, np.float32)
     rows = []
     sizes = A2AV_BYTES[:1] if quick else A2AV_BYTES if g <= cores else A2AV_BYTES[:2]
     for nbytes in sizes:
         n = int((nbytes * g / 4) ** 0.5)
         for src_name, dst_name in A2AV_MOVES:
             (src, smesh), (dst, dmesh) = (user_layout(x, (n, n), g) for x in (src_name, dst_name))
+            counts = exchange_counts(src, smesh, dst, dmesh)
+            s, d = np.nonzero(counts)
+            if (s == d).all():  # cols and block on a 1 x g grid: the block itself, no move
+                continue
             move = direct(transfer(src, smesh, dst, dmesh, comm), comm, np.float32)
             block = np.ones(src.block_shape, np.float32)
             laps = []
             for _ in range(3 if quick or nbytes > 1 << 22 else 8):
+                scratch += 1.0  # out of the caches, as a run's multiplication leaves them
                 comm.Barrier()
                 t0 = now()
                 move(block, comm, True)  # as a run's phases move
                 comm.Barrier()
                 laps.append(now() - t0)
             release(move)
-            counts = exchange_counts(src, smesh, dst, dmesh)
-            s, d = np.nonzero(counts)
-            load = loads(s, d, counts[s, d], g, 4, g / cores)
+            load = loads(s, d, counts[s, d], g, 4, per_core)
             rows.append([*load, comm.bcast(float(np.median(laps[1:])), root=0)])
-    return {**fit_alltoallv(rows), "timed": rows}
+    return {**fit_alltoallv(rows), "timed": rows, "per_core": per_core}

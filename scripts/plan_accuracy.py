@@ -26,6 +26,7 @@ is made if missing.
 """
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -68,6 +69,12 @@ def main() -> int:
     ap.add_argument("--no-relabel", action="store_true", help="no COSTA relabelling")
     ap.add_argument("--shapes", help="M,K,N;M,K,N;... (default: the eight built in)")
     ap.add_argument("--out", default=str(ROOT / "results" / "plan_accuracy.txt"))
+    ap.add_argument(
+        "--records",
+        metavar="FILE",
+        help="append every case's runs to FILE as JSON lines as it ends (predicted phases and "
+        "each run's record): what re-ranking them under another model needs",
+    )
     ap.add_argument("--algos", help="a,b,...: only these algorithms (default: every one)")
     ap.add_argument("--cluster", type=int, metavar="RPN", help="emulated nodes of RPN ranks")
     ap.add_argument("--emulate-links", metavar="PRESET", help="the network, with --cluster")
@@ -166,6 +173,8 @@ def main() -> int:
             }
             case = f"P={P} {'x'.join(map(str, shape))}"
             details += [(case, c, c.seconds, s, kept[id(c)]) for c, s in timed]
+            if args.records:
+                _append_records(args.records, case, runs, kept, shape, topology, emulate)
             if got[0][0] is None or not timed:
                 say(f"{case:<22}{_name(best):<38}failed: {got[0][1]}")
                 total += 1
@@ -260,6 +269,29 @@ def _phases(c, recs: list[dict]) -> str:
         + " | "
         + " / ".join(f"{x * 1e3:.1f}" for x in measured)
     )
+
+
+KEPT = ("seconds", "samples", "multiply_seconds", "multiply_samples", "phases", "compute_seconds")
+
+
+def _append_records(path: str, case: str, runs: list, kept: dict, shape, topology, emulate):
+    """One JSON line per candidate run in this case, appended (a sweep cut short keeps its
+    finished cases): the candidate, its predicted phases and its runs' timings."""
+    with open(path, "a") as f:
+        for rank, c in enumerate(runs):
+            line = {
+                "case": case,
+                "rank": rank,
+                "candidate": _name(c),
+                "argv": c.run_args(shape, "float32", topology, emulate),
+                "predicted": {
+                    "seconds": c.seconds,
+                    "kernel": c.kernel,
+                    "redistribute": list(c.redistribute) if c.layouts is not None else None,
+                },
+                "runs": [{k: r[k] for k in KEPT if k in r} for r in kept[id(c)]],
+            }
+            f.write(json.dumps(line) + "\n")
 
 
 class Recorder:

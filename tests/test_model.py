@@ -230,6 +230,85 @@ def test_gemms_below_the_cores_are_priced_with_the_blas_threads_a_rank_has(tmp_p
         Profile.load(_write(tmp_path, data)).at(1).gemm_seconds(64, 64, 64, "float32")
 
 
+def test_gemms_below_the_cores_are_priced_as_every_rank_computing_at_once(tmp_path):
+    """Up to the cores calibrate times, at each count, a GEMM every rank does at once with the
+    BLAS threads a run of that many gives it ("gemm_shared", bench.calibration.busy_gemm):
+    the profile at g prices every GEMM at that time over its own price of the same GEMM at g
+    (linear between counts, the nearest count's outside them), and the planner's bound stays
+    below every price. Above the cores time slicing prices them (slowdown), and profiles
+    without those timings price the rates as they are."""
+    from conftest import PROFILE
+
+    one = [[m, 512, n, 2e-11 * m * 512 * n] for m in (256, 1024) for n in (256, 1024)]
+    halved = [[m, k, n, s / 2] for m, k, n, s in one]  # 2 threads: half the one-thread time
+    n, price = 1024, 2e-11 * 1024 * 512 * 1024 * 2  # 1024^3 at the grid's rate (k clamped)
+
+    def count(g, ratio, threads):
+        return {**_count(g, 2e-6, 1.0), "gemm_shared": [n, ratio * price / threads]}
+
+    data = {
+        **PROFILE,
+        "machine": {"cores": 4},
+        "gemm": {"float32": one},
+        "gemm_threads": {"2": halved, "4": [[m, k, n, s / 4] for m, k, n, s in one]},
+        "counts": [count(2, 0.9, 2), count(3, 1.2, 1), count(4, 1.5, 1)],
+    }
+    prof = Profile.load(_write(tmp_path, data))
+    assert prof.gemm_seconds(n, n, n, "float32") == pytest.approx(price)
+    assert [prof.busy_at(g) for g in (1, 2, 3, 4, 8)] == pytest.approx([0.9, 0.9, 1.2, 1.5, 1.0])
+    base = prof.gemm_seconds(700, 300, 900, "float32")
+    assert prof.at(4).gemm_seconds(700, 300, 900, "float32") == pytest.approx(1.5 * base)
+    assert prof.at(2).gemm_seconds(700, 300, 900, "float32") == pytest.approx(0.9 * base / 2)
+    assert prof.at(8).gemm_seconds(700, 300, 900, "float32") == pytest.approx(base)
+    for rpn in (1, 2, 3, 4):
+        at = prof.at(rpn)
+        for m, k, nn in [(256, 512, 256), (700, 300, 900), (99, 9, 5000)]:
+            assert at.gemm_seconds(m, k, nn, "float32") >= at.least_seconds_per_flop("float32") * (
+                2 * m * k * nn
+            ) * (1 - 1e-12)
+    # what a run of 4 ranks is predicted to take grows with it
+    plan = get("summa").plan((512,) * 3, 4, grid=(2, 2))
+    ev = schedule(get("summa"), plan, 0, "float32")
+    fast = predict(ev, Profile.load(_write(tmp_path, {**data, "counts": []})), "float32", 4)
+    slow = predict(ev, prof, "float32", 4)
+    assert slow.phases["gemm"] == pytest.approx(1.5 * fast.phases["gemm"])
+    for c in data["counts"]:
+        del c["gemm_shared"]
+    assert Profile.load(_write(tmp_path, data)).busy_at(4) == 1.0
+
+
+def test_layout_changes_are_refitted_without_moves_that_moved_nothing(tmp_path):
+    """A count's layout-change coefficients come from its timed moves: those that sent
+    nothing are left out (the model and the runs take them for free), and in profiles from
+    before calibrate recorded its per_core, a count below the cores has its rows' loads taken
+    back from the cores / g times theirs they were recorded at."""
+    from conftest import PROFILE
+
+    from bench.model.fits import A2AV_TERMS
+
+    costs = (1e-5, 2e-6, 1e-10, 5e-11)
+    rows = [[m, b, c] for m in (1, 3) for b in (1e5, 4e6) for c in (2e5, 9e6)]
+    timed = [[*r, costs[0] + sum(k * x for k, x in zip(costs[1:], r, strict=True))] for r in rows]
+    noop = [[0, 0, 9e6, 1e-5], [0, 0, 4e7, 1e-5]]  # kept as they were: microseconds
+
+    def count(g, rows, **extra):
+        fitted = dict(zip(A2AV_TERMS, (0.0, 0.0, 0.0, 1e-14), strict=True))  # as stored
+        return {**_count(g, 2e-6, 1.0), "alltoallv": {**fitted, "timed": rows, **extra}}
+
+    data = {**PROFILE, "machine": {"cores": 8}}
+    data["counts"] = [count(4, timed + noop, per_core=1.0)]
+    assert list(Profile.load(_write(tmp_path, data)).at(4).alltoallv.values()) == pytest.approx(
+        costs
+    )
+    # an older profile: the loads at 4 of 8 cores were recorded twice as large
+    data["counts"] = [count(4, [[2 * x for x in r[:3]] + [r[3]] for r in timed + noop])]
+    assert list(Profile.load(_write(tmp_path, data)).at(4).alltoallv.values()) == pytest.approx(
+        costs
+    )
+    data["counts"] = [count(4, timed[:3], per_core=1.0)]  # too few to refit: as stored
+    assert Profile.load(_write(tmp_path, data)).at(4).alltoallv["copy"] == 1e-14
+
+
 def _write(tmp_path, data):
     f = tmp_path / "legacy.json"
     f.write_text(json.dumps(data))
@@ -318,9 +397,10 @@ def test_calibrate_trace_analyze(tmp_path):
     (count,) = data["counts"]  # every rank count up to the job's: here 2
     assert count["ranks"] == 2 and count["efficiency"] > 0
     # the layout changes that price redistributions, timed at the count: one row per move
-    moves = count["alltoallv"]
-    assert len(moves["timed"]) == 3 and all(r[-1] > 0 for r in moves["timed"])
-    assert set(moves) == {"start", "message", "byte", "copy", "timed"}
+    moves = count["alltoallv"]  # cols -> block on 1 x 2 moves nothing: left out
+    assert len(moves["timed"]) == 2 and all(r[-1] > 0 and r[1] > 0 for r in moves["timed"])
+    assert set(moves) == {"start", "message", "byte", "copy", "timed", "per_core"}
+    assert count["gemm_shared"][1] > 0
     assert min(moves[k] for k in ("start", "message", "byte", "copy")) >= 0
     loaded = Profile.load(prof)  # a count that fits the cores is priced with its own alpha
     if count["yielding"]:  # more ranks than cores: time slicing and the collectives timed
@@ -385,7 +465,8 @@ def test_calibrate_up_to_measures_the_larger_counts_in_a_job_of_its_own(tmp_path
     assert [c["ranks"] for c in counts] == [2, 3]
     for c in counts:
         assert ("collectives" in c) == (c["ranks"] > cores()) and c["efficiency"] > 0
-        assert bool(c.get("gemm_shared")) == (c["ranks"] > cores())
+        assert c["gemm_shared"][0] == 512 and c["gemm_shared"][1] > 0  # every count
+        assert c["alltoallv"]["per_core"] == max(c["ranks"] / cores(), 1.0)
         assert c["ranks"] <= cores() or "barrier" in c["collectives"]
         assert ("alpha" in c) == (c["ranks"] <= cores())
     r = distmm_mpi(1, "calibrate", "--quick", "--up-to", "0", "--out", str(prof))

@@ -60,6 +60,7 @@ class Profile:
     sliced: dict | None = None
     ranks_per_node: int | None = None  # set by :meth:`at`
     threads: int = 1  # BLAS threads per rank, set by :meth:`at` (bench.machine.blas_threads)
+    busy: float = 1.0  # what GEMMs cost over the rates with the node's ranks all computing (at)
 
     @classmethod
     def load(cls, path: str | Path) -> Profile:
@@ -196,9 +197,43 @@ class Profile:
                 counts=(),
                 ranks_per_node=ranks_per_node,
             )
-        out = replace(out, threads=blas_threads(self.cores, ranks_per_node))
+        out = replace(
+            out,
+            threads=blas_threads(self.cores, ranks_per_node),
+            busy=self.busy_at(ranks_per_node),
+        )
         memo[ranks_per_node] = out
         return out
+
+    def busy_at(self, ranks_per_node: int) -> float:
+        """What GEMMs take with ``ranks_per_node`` ranks (up to the cores) computing at once,
+        over what the rates say: at each count calibrate measured, the GEMM every rank did at
+        once ("gemm_shared", bench.calibration.busy_gemm) against this profile's price of it
+        with that count's BLAS threads; linear between counts, the nearest count's outside
+        them. The rates come from each shape timed alone, each rank at its own pace: on a
+        16-core machine a run's GEMMs at 16 ranks took 1.3-1.6 times what they said, and the
+        planner priced every candidate's multiplication a third short. 1 above the cores
+        (time slicing there is :meth:`slowdown`'s) and without such counts (older profiles)."""
+        if ranks_per_node > self.cores:
+            return 1.0
+
+        def ratios() -> tuple:
+            return tuple(
+                (c["ranks"], seconds / self._alone_seconds(n, c["ranks"]))
+                for c in self.counts
+                if c["ranks"] <= self.cores and c.get("gemm_shared")
+                for n, seconds in [c["gemm_shared"]]
+            )
+
+        points = self._once("busy", ratios)
+        if not points:
+            return 1.0
+        gs, rs = zip(*points, strict=True)
+        return float(np.interp(ranks_per_node, gs, rs))
+
+    def _alone_seconds(self, n: int, g: int) -> float:
+        """The rates' price of an n^3 float32 GEMM with g ranks on the node's BLAS threads."""
+        return replace(self, threads=blas_threads(self.cores, g)).gemm_seconds(n, n, n, "float32")
 
     def _alltoallv_at(self, g: int) -> dict | None:
         """A redistribution's coefficients at g ranks (bench.calibration_counts.alltoallv_costs).
@@ -218,12 +253,25 @@ class Profile:
             return {k: v * g / self.cores for k, v in unit.items()}
         fitting = [c for c in measured if c["ranks"] <= self.cores] or measured
         gs = [c["ranks"] for c in fitting]
+        fits = self._once("a2av_counts", lambda: [self._count_alltoallv(c) for c in fitting])
         # none measured above the cores: perfect time slicing from the cores' own (as GEMMs)
         sliced = max(g / self.cores, 1.0)
-        return {
-            k: float(np.interp(g, gs, [c["alltoallv"][k] for c in fitting])) * sliced
-            for k in A2AV_TERMS
-        }
+        return {k: float(np.interp(g, gs, [f[k] for f in fits])) * sliced for k in A2AV_TERMS}
+
+    def _count_alltoallv(self, count: dict) -> dict:
+        """A count's layout-change coefficients, refitted from its timed moves (where there
+        are enough) without those that moved nothing between ranks, which runs and the model
+        take for free (calibrations before they were left out fitted copies as free from
+        them); in profiles from before calibrate recorded its ``per_core``, with the loads of
+        a count below the cores taken back from the cores / g times theirs they were recorded
+        at (bench.calibration_counts.alltoallv_costs)."""
+        a2av = count["alltoallv"]
+        g = count["ranks"]
+        scale = 1.0 if "per_core" in a2av or g >= self.cores else g / self.cores
+        rows = [[*(x * scale for x in r[:3]), r[3]] for r in a2av.get("timed", []) if r[1] > 0]
+        if len(rows) < len(A2AV_TERMS):
+            return {k: a2av[k] for k in A2AV_TERMS}
+        return fit_alltoallv(rows)
 
     def _fit_alltoallv_sharing(self, sharing: list[dict]) -> dict:
         rows = [r for c in sharing for r in c["alltoallv"]["timed"]]
@@ -289,7 +337,8 @@ class Profile:
         """Seconds for one C += A @ B of shape (m, k, n) on one rank: the calibrated seconds per
         flop on one core, interpolated linearly in log(m), log(k), log(n) over the measured
         grid (clamped at its edges), times the share of that a rank's ``threads`` BLAS threads
-        take (:class:`~bench.model.gemm_rates.Threading`)."""
+        take (:class:`~bench.model.gemm_rates.Threading`) and, at :meth:`at`'s count, ``busy``
+        (:meth:`busy_at`)."""
         memo = self.__dict__.setdefault("_gemm_memo", {})
         key = (m, k, n, dtype)
         if key not in memo:
@@ -300,6 +349,7 @@ class Profile:
                 * n
                 * self._rates(dtype).value((m, k, n))
                 * self.threading().share(self.threads, (m, k, n))
+                * self.busy
             )
         return memo[key]
 
@@ -308,7 +358,7 @@ class Profile:
         priced at less per flop (with ``threads`` BLAS threads)."""
         if shapes:
             return min(self.gemm_seconds(*mkn, dtype) / (2 * math.prod(mkn)) for mkn in shapes)
-        return self._rates(dtype).least() * self.threading().least_share(self.threads)
+        return self._rates(dtype).least() * self.threading().least_share(self.threads) * self.busy
 
     def threading(self) -> Threading:
         """How BLAS threads speed up a rank's GEMMs on this node (calibrate's float32 timings,

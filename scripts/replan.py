@@ -1,0 +1,87 @@
+"""Stored planner runs priced again under a profile (and the model as the code now has it):
+what a change to the model or the calibration would have made of runs already measured.
+
+    .venv/bin/python scripts/replan.py --records plan_block.jsonl --profile profile.json
+        [--layouts block]
+
+The records are ``scripts/plan_accuracy.py --records``'s JSON lines: each case's candidates
+as they were run, with their measured timings. Every case is planned again (the same
+candidates, priced now); among its measured candidates the one now predicted fastest is the
+first choice, against the one measured fastest. Prints each case, then the cases' hits, the
+runs' median |pred/meas - 1| and each algorithm's median pred/meas; a case whose new
+recommendation was not among those measured is counted apart (the records cannot say).
+"""
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.model import Profile
+from bench.planner import candidates, recommend
+from layouts.endpoints import user_layouts
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", required=True, help="plan_accuracy.py --records FILE")
+    ap.add_argument("--profile", required=True)
+    ap.add_argument("--layouts", default="block", help="the layouts the runs started from")
+    args = ap.parse_args()
+    profile = Profile.load(args.profile)
+    cases: dict[str, list[dict]] = {}
+    for line in Path(args.records).read_text().splitlines():
+        run = json.loads(line)
+        if run["runs"]:
+            cases.setdefault(run["case"], []).append(run)
+    hits = within = unmeasured = 0
+    ratios: dict[str, list[float]] = {}
+    print(f"{'case':<22}{'first choice now':<34}{'measured fastest':<34}{'first/fastest':>14}")
+    for case, runs in cases.items():
+        P = int(case.split()[0].removeprefix("P="))
+        shape = tuple(int(x) for x in case.split()[1].split("x"))
+        users = user_layouts(dict.fromkeys("ABC", args.layouts), shape, P)
+        cands = candidates(shape, P, profile, "float32", P, "mesh", None, users=users)
+        priced = {tuple(c.run_args(shape, "float32", "mesh", None)): c for c in cands}
+        measured = {}
+        for run in runs:
+            seconds = statistics.median(r["seconds"] for r in run["runs"])
+            measured[run["candidate"]] = seconds
+            c = priced.get(tuple(run["argv"]))
+            if c is not None:
+                ratios.setdefault(c.algo, []).append(c.seconds / seconds)
+        now = {
+            r["candidate"]: priced[tuple(r["argv"])].seconds
+            for r in runs
+            if tuple(r["argv"]) in priced
+        }
+        first = min(now, key=now.get)
+        fastest = min(measured, key=measured.get)
+        ratio = measured[first] / measured[fastest]
+        hits += first == fastest
+        within += ratio <= 1.10
+        best = recommend(cands, None)
+        unmeasured += tuple(best.run_args(shape, "float32", "mesh", None)) not in {
+            tuple(r["argv"]) for r in runs
+        }
+        print(f"{case:<22}{first:<34}{fastest:<34}{ratio:>14.3f}")
+    errors = [abs(r - 1) for rs in ratios.values() for r in rs]
+    n = len(cases)
+    print(
+        f"cases {n}: first choice among the measured now the fastest in {hits} "
+        f"({100 * hits / n:.0f}%), within 10% in {within} ({100 * within / n:.0f}%); the new "
+        f"recommendation was not measured in {unmeasured}"
+    )
+    print(
+        f"runs {len(errors)}: median |pred/meas - 1| {100 * statistics.median(errors):.1f}%, "
+        f"{sum(e > 0.3 for e in errors)} over 30%; median pred/meas by algorithm: "
+        + ", ".join(f"{a} {statistics.median(r):.2f} ({len(r)})" for a, r in sorted(ratios.items()))
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
