@@ -307,6 +307,11 @@ def test_layout_changes_are_refitted_without_moves_that_moved_nothing(tmp_path):
     )
     data["counts"] = [count(4, timed[:3], per_core=1.0)]  # too few to refit: as stored
     assert Profile.load(_write(tmp_path, data)).at(4).alltoallv["copy"] == 1e-14
+    # above the cores (one fit over those counts, times g / cores) the same rows are left out
+    sharing = {**count(16, [[*r[:3], 2 * r[3]] for r in timed + noop]), "yielding": True}
+    data["counts"] = [count(4, timed, per_core=1.0), sharing]
+    got = Profile.load(_write(tmp_path, data)).at(16).alltoallv
+    assert list(got.values()) == pytest.approx([2 * c for c in costs])
 
 
 def _write(tmp_path, data):

@@ -274,9 +274,11 @@ class Profile:
         return fit_alltoallv(rows)
 
     def _fit_alltoallv_sharing(self, sharing: list[dict]) -> dict:
-        rows = [r for c in sharing for r in c["alltoallv"]["timed"]]
-        scale = [c["ranks"] / self.cores for c in sharing for _ in c["alltoallv"]["timed"]]
-        return fit_alltoallv(rows, scale)
+        """One fit over the counts above the cores, each row's time / (g / cores); without
+        the moves that moved nothing (see :meth:`_count_alltoallv`)."""
+        timed = [(r, c["ranks"] / self.cores) for c in sharing for r in c["alltoallv"]["timed"]]
+        timed = [(r, g) for r, g in timed if r[1] > 0]
+        return fit_alltoallv([r for r, _ in timed], [g for _, g in timed])
 
     def sliced_fit(self) -> dict:
         """{kind: (alpha, beta)}: each collective fitted to its times on all g ranks for every
