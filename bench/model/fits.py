@@ -24,6 +24,29 @@ def fit_alltoallv(rows, scale=None) -> dict[str, float]:
     return dict(zip(A2AV_TERMS, map(float, coef), strict=True))
 
 
+def count_alltoallv(count: dict, cores: int) -> dict[str, float]:
+    """A count's layout-change coefficients (calibrate's "alltoallv" at that count), refitted
+    from its timed moves (where there are enough) without those that moved nothing between
+    ranks, which runs and the model take for free (calibrations before they were left out
+    fitted copies as free from them); in profiles from before calibrate recorded its
+    ``per_core``, with the loads of a count below the cores taken back from the cores / g
+    times theirs they were recorded at (bench.calibration_counts.alltoallv_costs)."""
+    a2av, g = count["alltoallv"], count["ranks"]
+    scale = 1.0 if "per_core" in a2av or g >= cores else g / cores
+    rows = [[*(x * scale for x in r[:3]), r[3]] for r in a2av.get("timed", []) if r[1] > 0]
+    if len(rows) < len(A2AV_TERMS):
+        return {k: a2av[k] for k in A2AV_TERMS}
+    return fit_alltoallv(rows)
+
+
+def fit_sharing_alltoallv(sharing: list[dict], cores: int) -> dict[str, float]:
+    """One fit over the counts above the cores, each row's time / (g / cores), without the
+    moves that moved nothing (:func:`count_alltoallv`)."""
+    timed = [(r, c["ranks"] / cores) for c in sharing for r in c["alltoallv"]["timed"]]
+    timed = [(r, g) for r, g in timed if r[1] > 0]
+    return fit_alltoallv([r for r, _ in timed], [g for _, g in timed])
+
+
 def fit_nonnegative(x, t, relative: bool = True) -> list[float]:
     """Coefficients c >= 0 of t ~ x @ c with the least squared relative (or absolute) error:
     the best of the least-squares fits over every subset of the columns whose coefficients are
@@ -85,4 +108,11 @@ def _trimmed_fit(rows) -> tuple[float, ...]:
     return tuple(coef)
 
 
-__all__ = ["A2AV_TERMS", "fit_alltoallv", "fit_collectives", "fit_nonnegative"]
+__all__ = [
+    "A2AV_TERMS",
+    "count_alltoallv",
+    "fit_alltoallv",
+    "fit_collectives",
+    "fit_nonnegative",
+    "fit_sharing_alltoallv",
+]

@@ -21,7 +21,7 @@ import numpy as np
 from bench.machine import blas_threads
 from topology.costs import EAGER_LIMIT, collective_seconds, exchange_seconds
 
-from .fits import A2AV_TERMS, fit_alltoallv, fit_collectives
+from .fits import A2AV_TERMS, count_alltoallv, fit_collectives, fit_sharing_alltoallv
 from .gemm_rates import GemmRates, Threading
 
 
@@ -249,36 +249,14 @@ class Profile:
             return None
         sharing = [c for c in measured if c["ranks"] > self.cores]
         if g > self.cores and sharing:
-            unit = self._once("a2av_unit", lambda: self._fit_alltoallv_sharing(sharing))
+            unit = self._once("a2av_unit", lambda: fit_sharing_alltoallv(sharing, self.cores))
             return {k: v * g / self.cores for k, v in unit.items()}
         fitting = [c for c in measured if c["ranks"] <= self.cores] or measured
         gs = [c["ranks"] for c in fitting]
-        fits = self._once("a2av_counts", lambda: [self._count_alltoallv(c) for c in fitting])
+        fits = self._once("a2av_counts", lambda: [count_alltoallv(c, self.cores) for c in fitting])
         # none measured above the cores: perfect time slicing from the cores' own (as GEMMs)
         sliced = max(g / self.cores, 1.0)
         return {k: float(np.interp(g, gs, [f[k] for f in fits])) * sliced for k in A2AV_TERMS}
-
-    def _count_alltoallv(self, count: dict) -> dict:
-        """A count's layout-change coefficients, refitted from its timed moves (where there
-        are enough) without those that moved nothing between ranks, which runs and the model
-        take for free (calibrations before they were left out fitted copies as free from
-        them); in profiles from before calibrate recorded its ``per_core``, with the loads of
-        a count below the cores taken back from the cores / g times theirs they were recorded
-        at (bench.calibration_counts.alltoallv_costs)."""
-        a2av = count["alltoallv"]
-        g = count["ranks"]
-        scale = 1.0 if "per_core" in a2av or g >= self.cores else g / self.cores
-        rows = [[*(x * scale for x in r[:3]), r[3]] for r in a2av.get("timed", []) if r[1] > 0]
-        if len(rows) < len(A2AV_TERMS):
-            return {k: a2av[k] for k in A2AV_TERMS}
-        return fit_alltoallv(rows)
-
-    def _fit_alltoallv_sharing(self, sharing: list[dict]) -> dict:
-        """One fit over the counts above the cores, each row's time / (g / cores); without
-        the moves that moved nothing (see :meth:`_count_alltoallv`)."""
-        timed = [(r, c["ranks"] / self.cores) for c in sharing for r in c["alltoallv"]["timed"]]
-        timed = [(r, g) for r, g in timed if r[1] > 0]
-        return fit_alltoallv([r for r, _ in timed], [g for _, g in timed])
 
     def sliced_fit(self) -> dict:
         """{kind: (alpha, beta)}: each collective fitted to its times on all g ranks for every
