@@ -251,7 +251,7 @@ def busy_gemm(comm, cores: int, quick: bool, n: int | None = None) -> list:
     from algorithms.local_gemm import gemm_rows
     from bench.machine import blas_threads
 
-    n = n or (512 if quick else BUSY_GEMM)
+    n = n or _busy_n(quick)
     a, b, c, tmp = _square_operands(comm.Get_rank(), n)
     reps = 2 if quick else 6
     with threadpool_limits(limits=blas_threads(cores, comm.Get_size()), user_api="blas"):
@@ -265,6 +265,10 @@ def busy_gemm(comm, cores: int, quick: bool, n: int | None = None) -> list:
             comm.Barrier()
             laps.append(comm.bcast((now() - t0) / reps, root=0))
     return [n, min(laps)]
+
+
+def _busy_n(quick: bool) -> int:
+    return 512 if quick else BUSY_GEMM
 
 
 def _square_operands(seed: int, n: int) -> tuple:
@@ -287,7 +291,7 @@ def oversubscription(world, cores: int, quick: bool) -> dict | None:
     P, rank = world.Get_size(), world.Get_rank()
     if P <= cores:
         return None
-    n = 512 if quick else BUSY_GEMM
+    n = _busy_n(quick)
     a, b, c, tmp = _square_operands(rank, n)
     gemm_rows(a, b, c, True, tmp)
     reps = 2 if quick else 6

@@ -46,27 +46,20 @@ def main() -> int:
         users = user_layouts(dict.fromkeys("ABC", args.layouts), shape, P)
         cands = candidates(shape, P, profile, "float32", P, "mesh", None, users=users)
         priced = {tuple(c.run_args(shape, "float32", "mesh", None)): c for c in cands}
-        measured = {}
+        measured, now = {}, {}  # seconds by candidate: measured, and as priced now
         for run in runs:
-            seconds = statistics.median(r["seconds"] for r in run["runs"])
-            measured[run["candidate"]] = seconds
-            c = priced.get(tuple(run["argv"]))
+            name, c = run["candidate"], priced.get(tuple(run["argv"]))
+            measured[name] = statistics.median(r["seconds"] for r in run["runs"])
             if c is not None:
-                ratios.setdefault(c.algo, []).append(c.seconds / seconds)
-        now = {
-            r["candidate"]: priced[tuple(r["argv"])].seconds
-            for r in runs
-            if tuple(r["argv"]) in priced
-        }
+                now[name] = c.seconds
+                ratios.setdefault(c.algo, []).append(c.seconds / measured[name])
         first = min(now, key=now.get)
         fastest = min(measured, key=measured.get)
         ratio = measured[first] / measured[fastest]
         hits += first == fastest
         within += ratio <= 1.10
         best = recommend(cands, None)
-        unmeasured += tuple(best.run_args(shape, "float32", "mesh", None)) not in {
-            tuple(r["argv"]) for r in runs
-        }
+        unmeasured += all(priced.get(tuple(r["argv"])) is not best for r in runs)
         print(f"{case:<22}{first:<34}{fastest:<34}{ratio:>14.3f}")
     errors = [abs(r - 1) for rs in ratios.values() for r in rs]
     n = len(cases)

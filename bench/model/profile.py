@@ -233,7 +233,8 @@ class Profile:
 
     def _alone_seconds(self, n: int, g: int) -> float:
         """The rates' price of an n^3 float32 GEMM with g ranks on the node's BLAS threads."""
-        return replace(self, threads=blas_threads(self.cores, g)).gemm_seconds(n, n, n, "float32")
+        alone = replace(self, threads=blas_threads(self.cores, g), busy=1.0)
+        return alone.gemm_seconds(n, n, n, "float32")
 
     def _alltoallv_at(self, g: int) -> dict | None:
         """A redistribution's coefficients at g ranks (bench.calibration_counts.alltoallv_costs).
