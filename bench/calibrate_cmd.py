@@ -255,6 +255,17 @@ def _say_above_cores(say, counts: list[dict], cores: int, gemm: dict, threaded: 
             "what the rates price, by rank count (the model prices GEMMs so): "
             + ", ".join(f"{g}: {profile.busy_at(g):.2f}" for g in busy)
         )
+    exposed = [c for c in counts if c.get("exposed")]
+    if exposed:
+        kinds = sorted(exposed[0]["exposed"])
+        say(
+            "\n# a message posted before a GEMM, what the rank still pays of its price by rank "
+            f"count ({' / '.join(kinds)}; 0: hidden, 1: as if blocking; the model charges it): "
+            + ", ".join(
+                f"{c['ranks']}: " + " / ".join(f"{c['exposed'][k]:.2f}" for k in kinds)
+                for c in exposed
+            )
+        )
     own = profile.with_own_time_slicing()
     if len(own.shared_efficiency) > 1:
         say(

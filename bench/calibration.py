@@ -83,16 +83,23 @@ def now() -> float:
 
 
 def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
-    """Least-squares alpha + beta * n over (n, t) points; both clamped to be non-negative."""
+    """alpha + beta * n over (n, t) points, least squares of the relative error (sizes span
+    orders of magnitude: in absolute terms the largest decides, and a fit from 64 KiB to 16 MiB
+    had a 190 us start that priced 1 MiB at twice its time); both clamped to be positive."""
     n = np.array([p[0] for p in points], dtype=float)
     t = np.array([p[1] for p in points], dtype=float)
-    beta, alpha = np.polyfit(n, t, 1) if len(points) > 1 else (0.0, t[0])
+    beta, alpha = (
+        np.polyfit(n, t, 1, w=1 / np.maximum(t, 1e-12)) if len(points) > 1 else (0.0, t[0])
+    )
     return max(float(alpha), 1e-9), max(float(beta), 1e-15)
 
 
-def collectives(world, quick: bool, sizes=None, iters=iters) -> dict[str, list[list[float]]]:
+def collectives(
+    world, quick: bool, sizes=None, iters=iters, before=None
+) -> dict[str, list[list[float]]]:
     """{kind: [[bytes, avg s, min s, max s], ...]} on ``world``; bytes as Event.nbytes means;
-    ``iters(nbytes, quick)`` gives the (warm-up, timed) iterations."""
+    ``iters(nbytes, quick)`` gives the (warm-up, timed) iterations, back to back, or with
+    ``before`` (say, evicting the caches) each after it and a barrier, timed alone."""
     out: dict[str, list] = {k: [] for k in COMM_KINDS}
     if world.Get_size() < 2:
         return out
@@ -104,11 +111,20 @@ def collectives(world, quick: bool, sizes=None, iters=iters) -> dict[str, list[l
         for kind, op in ops.items():
             for _ in range(warm):
                 op()
-            world.Barrier()
-            t0 = now()
-            for _ in range(timed):
-                op()
-            t = (now() - t0) / timed
+            if before is None:
+                world.Barrier()
+                t0 = now()
+                for _ in range(timed):
+                    op()
+                t = (now() - t0) / timed
+            else:
+                t = 0.0
+                for _ in range(timed):
+                    before()
+                    world.Barrier()
+                    t0 = now()
+                    op()
+                    t += (now() - t0) / timed
             ts = world.allgather(t)
             out[kind].append([nbytes, float(np.mean(ts)), min(ts), max(ts)])
     return out

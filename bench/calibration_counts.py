@@ -4,6 +4,8 @@ bench/model/profile.Profile.at prices a run of that many ranks with."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from bench.model.fits import fit_alltoallv
@@ -21,9 +23,14 @@ from .calibration import (
     pingpong,
     sleep_until_all,
 )
+from .calibration_overlap import exposure
 
-COUNT_P2P_SIZES = (8, 1 << 10, 1 << 16, 1 << 20, 1 << 22)  # per rank count: fits' points
-COUNT_COLL_SIZES = (1 << 16, 1 << 20, 1 << 22)  # the large messages the factors come from
+# per rank count (where the ranks fit the cores): the fits' points and the large messages the
+# factors come from, up to a block's size beyond the caches: fitted up to 4 MiB, 2 ranks on 2
+# cores priced large messages at 25 GB/s where 16-64 MiB moved at 8-10, and runs' time outside
+# their GEMMs (summa 1x2 on 4096x4096x64: 14 ms, blocking) at a seventh of what it took
+COUNT_P2P_SIZES = (8, 1 << 10, 1 << 16, 1 << 20, 1 << 22, 1 << 24)
+COUNT_COLL_SIZES = (1 << 16, 1 << 20, 1 << 22, 1 << 24)
 SLICED_COLL_SIZES = (1 << 12, 1 << 18, 1 << 21)  # collectives timed above the cores
 
 
@@ -47,9 +54,11 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
     "efficiency"), "gemm_shared" (the n and seconds of a GEMM with every rank working at
     once, bench.calibration.busy_gemm; at every count: up to the cores the model takes it
     against its rates, Profile.busy_at), and
-    whole layout changes (:func:`alltoallv_costs`). [{"ranks": g, "alpha", "beta",
-    "alpha_large", "beta_large", "collective_factor": {kind: f}, "efficiency", "gemm_shared",
-    "alltoallv", "yielding"}].
+    whole layout changes (:func:`alltoallv_costs`), and where the ranks fit the cores how much
+    of a message posted before a GEMM the rank still pays ("exposed",
+    bench.calibration_overlap.exposure). [{"ranks": g, "alpha", "beta", "alpha_large",
+    "beta_large", "collective_factor": {kind: f}, "exposed": {kind: f}, "efficiency",
+    "gemm_shared", "alltoallv", "yielding"}].
     Where MPI yields (the job has more ranks than cores) the ping-pong and factors give way to
     each collective timed on all g ranks (:func:`sliced_collectives`, "collectives"): the
     model fits those of every count above the cores together (Profile.at)."""
@@ -81,6 +90,20 @@ def _count_iters(nbytes: int, quick: bool) -> tuple[int, int]:
     return 10, 200 if nbytes < 1 << 16 else 20
 
 
+def _cold_iters(nbytes: int, quick: bool) -> tuple[int, int]:
+    """(warm-up, timed) iterations of the collectives timed out of the caches at each count."""
+    return (1, 3) if quick else (2, 10)
+
+
+def _evicting(comm):
+    """What the ranks of ``comm`` (fitting the cores) call to put their data out of the caches:
+    each writes its part of twice the largest cache (bench.machine.cache_bytes)."""
+    from .machine import cache_bytes
+
+    scratch = np.zeros(max(2 * cache_bytes() // comm.Get_size(), 1 << 20) // 4, np.float32)
+    return partial(np.add, scratch, 1.0, out=scratch)
+
+
 def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
     shared = oversubscription(comm, cores, quick)
     efficiency = shared["efficiency"] if shared else 1.0
@@ -100,14 +123,19 @@ def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
     points = pingpong(comm, quick, COUNT_P2P_SIZES, _count_iters, lambda c: c.Barrier())
     small = fit([p for p in points if p[0] < EAGER_LIMIT])
     large = fit([p for p in points if p[0] >= 1 << 16])
-    coll = collectives(comm, quick, COUNT_COLL_SIZES)
+    # out of the caches before each, as a run's messages leave after its GEMMs: timed warm, a
+    # shift of 4 MiB on 2 ranks took 0.21 ms and one of 16 MiB 1.9 (the caches hold the first),
+    # cold 0.64 and 1.9, on a line
+    coll = collectives(comm, quick, COUNT_COLL_SIZES, _cold_iters, _evicting(comm))
     return {
+        "exposed": exposure(comm, cores, quick),
         "ranks": comm.Get_size(),
         "alpha": small[0],
         "beta": small[1],
         "alpha_large": large[0],
         "beta_large": large[1],
         "collective_factor": collective_factors(coll, comm.Get_size(), small, large),
+        "collective_times": {k: [[n, avg] for n, avg, _, _ in rows] for k, rows in coll.items()},
         "efficiency": efficiency,
         "gemm_shared": busy,
         "alltoallv": alltoallv,
@@ -194,12 +222,10 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
     from layouts.endpoints import user_layout
     from layouts.transfer import transfer
 
-    from .machine import cache_bytes
-
     g = comm.Get_size()
     per_core = max(g / cores, 1.0)  # as the model's loads take it (redistribution.ranks_seconds)
     # written before each lap where the ranks fit the cores: together twice the largest cache
-    scratch = np.zeros(max(2 * cache_bytes() // g, 1 << 20) // 4 if g <= cores else 0, np.float32)
+    evict = _evicting(comm) if g <= cores else (lambda: None)
     rows = []
     sizes = A2AV_BYTES[:1] if quick else A2AV_BYTES if g <= cores else A2AV_BYTES[:2]
     for nbytes in sizes:
@@ -214,7 +240,7 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
             block = np.ones(src.block_shape, np.float32)
             laps = []
             for _ in range(3 if quick or nbytes > 1 << 22 else 8):
-                scratch += 1.0  # out of the caches, as a run's multiplication leaves them
+                evict()  # out of the caches, as a run's multiplication leaves them
                 comm.Barrier()
                 t0 = now()
                 move(block, comm, True)  # as a run's phases move

@@ -7,6 +7,7 @@ import pytest
 from launch import distmm, distmm_mpi
 
 from algorithms import ALGORITHMS, get
+from algorithms.events import COMM_KINDS
 from bench.model import Profile, ProfileError, bytes_per_rank, predict, schedule, stated_cost
 
 
@@ -343,6 +344,80 @@ def test_overlap_hides_communication_only_with_spare_cores(profile_file):
     assert blocking.seconds > alone.seconds
 
 
+def test_collectives_below_the_cores_are_priced_by_their_own_timings_at_each_count(tmp_path):
+    """Where the ranks fit the cores, each collective is priced by its formula with an alpha
+    and beta fitted to what calibrate timed of it at the count ("collective_times", out of the
+    caches; relative error), linear in g between counts, the nearest outside them; not by the
+    ping-pong's fits times a factor. Profiles without the timings keep the factor."""
+    from conftest import PROFILE
+
+    from topology.costs import collective_seconds
+
+    sizes = [1 << 16, 1 << 20, 1 << 22, 1 << 24]
+
+    def count(g, alpha, beta):
+        timed = {
+            k: [[n, collective_seconds(k, n, g, alpha, beta)] for n in sizes]
+            for k in ("shift", "bcast")
+        }
+        return {**_count(g, 2e-6, 3.0), "collective_times": timed}
+
+    counts = [count(2, 1e-5, 1e-10), count(4, 3e-5, 3e-10)]
+    data = {**PROFILE, "machine": {"cores": 4}, "counts": counts}
+    prof = Profile.load(_write(tmp_path, data))
+    n = 3 << 22
+    assert prof.at(2).collective("shift", n, 2) == pytest.approx(1e-5 + n * 1e-10)
+    assert prof.at(3).collective("shift", n, 3) == pytest.approx(2e-5 + n * 2e-10)
+    assert prof.at(1).collective("bcast", n, 2) == pytest.approx(1e-5 + n * 1e-10)
+    bcast4 = collective_seconds("bcast", n, 4, 3e-5, 3e-10)
+    assert prof.at(4).collective("bcast", n, 4) == pytest.approx(bcast4)
+    # a kind not timed there: the ping-pong's fits times its factor (1 but for bcast)
+    pingpong = (2e-6, 1e-10, 4e-6, 1e-10)
+    allgather = collective_seconds("allgather", n, 2, *pingpong)
+    assert prof.at(2).collective("allgather", n, 2) == pytest.approx(allgather)
+    for c in counts:
+        del c["collective_times"]
+    old = Profile.load(_write(tmp_path, data))
+    assert old.at(2).sliced is None
+    bcast2 = 3.0 * collective_seconds("bcast", n, 2, *pingpong)
+    assert old.at(2).collective("bcast", n, 2) == pytest.approx(bcast2)
+
+
+def test_overlapped_messages_cost_the_rank_what_calibrate_measured_them_to(tmp_path):
+    """Where the ranks fit the cores, an overlapped message occupies the rank for the part of
+    its price calibrate measured a rank paying for one posted before a polled GEMM ("exposed"
+    per count and kind, bench/calibration_overlap.py; linear between counts, the nearest
+    outside them): 0 hides it (profiles from before it was measured), 1 prices it as blocking,
+    more than 1 dearer than blocking. Above the cores messages occupy the rank in full."""
+    from conftest import PROFILE
+
+    def count(g, shift, bcast):
+        return {**_count(g, 2e-6, 1.0), "exposed": {"shift": shift, "bcast": bcast}}
+
+    def profile(counts):
+        return Profile.load(
+            _write(tmp_path, {**PROFILE, "machine": {"cores": 4}, "counts": counts})
+        )
+
+    prof = profile([count(2, 0.5, 1.0), count(4, 1.5, 1.2)])
+    assert prof.at(2).exposed == {"shift": 0.5, "bcast": 1.0}
+    assert prof.at(3).exposed == pytest.approx({"shift": 1.0, "bcast": 1.1})
+    assert prof.at(1).exposed == prof.at(2).exposed and prof.at(8).exposed == {}
+    cannon = get("cannon")
+    on, off = (schedule(cannon, cannon.plan((1024,) * 3, 4, overlap=o)) for o in (True, False))
+    hidden = profile([_count(g, 2e-6, 1.0) for g in (2, 4)])
+    gemm = predict(on, hidden, "float32", 4).phases["gemm"]
+    shifts = predict(off, hidden, "float32", 4).seconds - gemm  # every shift, blocking
+    assert predict(on, hidden, "float32", 4).seconds < gemm + 0.05 * shifts  # hidden
+    assert predict(on, prof, "float32", 4).seconds == pytest.approx(gemm + 1.5 * shifts)
+    assert predict(on, profile([count(4, 1.0, 1.0)]), "float32", 4).seconds == pytest.approx(
+        predict(off, prof, "float32", 4).seconds
+    )
+    assert predict(on, prof, "float32", 8).seconds == pytest.approx(
+        predict(off, prof, "float32", 8).seconds
+    )
+
+
 @pytest.mark.parametrize("name", list(ALGORITHMS))
 def test_predict_thousands_of_ranks_fast(name, profile_file):
     P = {
@@ -415,6 +490,11 @@ def test_calibrate_trace_analyze(tmp_path):
     else:
         assert count["alpha"] > 0 and count["collective_factor"]["bcast"] > 0
         assert loaded.at(2).alpha == count["alpha"]
+        assert loaded.at(2).exposed == count["exposed"]
+        assert set(count["exposed"]) == {"shift", "bcast"}
+        timed = count["collective_times"]  # out of the caches, each kind and large size
+        assert set(timed) == set(COMM_KINDS) and all(t > 0 for r in timed.values() for _, t in r)
+        assert loaded.at(2).sliced.keys() == timed.keys()
     traces = tmp_path / "trace"
     r = distmm_mpi(
         4,
@@ -472,6 +552,9 @@ def test_calibrate_up_to_measures_the_larger_counts_in_a_job_of_its_own(tmp_path
         assert ("collectives" in c) == (c["ranks"] > cores()) and c["efficiency"] > 0
         assert c["gemm_shared"][0] == 512 and c["gemm_shared"][1] > 0  # every count
         assert c["alltoallv"]["per_core"] == max(c["ranks"] / cores(), 1.0)
+        if c["ranks"] <= cores():  # a message posted before a GEMM: what the rank pays of it
+            assert set(c["exposed"]) == {"shift", "bcast"}
+            assert all(0 <= f <= 3 for f in c["exposed"].values())
         assert c["ranks"] <= cores() or "barrier" in c["collectives"]
         assert ("alpha" in c) == (c["ranks"] <= cores())
     r = distmm_mpi(1, "calibrate", "--quick", "--up-to", "0", "--out", str(prof))

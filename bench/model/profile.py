@@ -21,7 +21,13 @@ import numpy as np
 from bench.machine import blas_threads
 from topology.costs import EAGER_LIMIT, collective_seconds, exchange_seconds
 
-from .fits import A2AV_TERMS, count_alltoallv, fit_collectives, fit_sharing_alltoallv
+from .fits import (
+    A2AV_TERMS,
+    collectives_at,
+    count_alltoallv,
+    fit_collectives,
+    fit_sharing_alltoallv,
+)
 from .gemm_rates import GemmRates, Threading
 
 
@@ -55,12 +61,16 @@ class Profile:
     # a redistribution at this many ranks per node: {"start", "message", "byte", "copy"}
     # (seconds; bench.calibration_counts.alltoallv_costs), set by :meth:`at` from the counts
     alltoallv: dict | None = None
-    # above the cores, set by :meth:`at`: {kind: (alpha, beta)} of each collective's formula
-    # with one rank per core (:meth:`sliced_fit`), times ``comm_scale`` = ranks per core
+    # set by :meth:`at`: {kind: (alpha, beta)} of each collective's formula, fitted to its own
+    # timings: above the cores with one rank per core (:meth:`sliced_fit`), times
+    # ``comm_scale`` = ranks per core; below, at the count (bench.model.fits.collectives_at)
     sliced: dict | None = None
     ranks_per_node: int | None = None  # set by :meth:`at`
     threads: int = 1  # BLAS threads per rank, set by :meth:`at` (bench.machine.blas_threads)
     busy: float = 1.0  # what GEMMs cost over the rates with the node's ranks all computing (at)
+    # below the cores, set by :meth:`at`: {kind: the part of a message's price the rank still
+    # pays when it posts it before a GEMM} (bench/calibration_overlap.py; none: hidden)
+    exposed: dict = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: str | Path) -> Profile:
@@ -186,6 +196,12 @@ class Profile:
             factors = {
                 k: at_g([c["collective_factor"].get(k, 1.0) for c in fitting]) for k in kinds
             }
+            exposed = {}  # from the counts that measured it, the nearest one's outside them
+            for k in set().union(*(c.get("exposed", {}) for c in fitting)):
+                measured = [
+                    (c["ranks"], c["exposed"][k]) for c in fitting if k in c.get("exposed", ())
+                ]
+                exposed[k] = float(np.interp(g, *zip(*measured, strict=True)))
             out = replace(
                 self,
                 alpha=at_g([c["alpha"] for c in fitting]),
@@ -193,6 +209,8 @@ class Profile:
                 alpha_large=at_g([c["alpha_large"] for c in fitting]),
                 beta_large=at_g([c["beta_large"] for c in fitting]),
                 collective_factor=factors,
+                sliced=collectives_at(fitting, g) or None,
+                exposed=exposed,
                 alltoallv=alltoallv,
                 counts=(),
                 ranks_per_node=ranks_per_node,

@@ -1,10 +1,11 @@
 """The prediction: one rank's schedule walked in order and priced with a machine profile.
 
 The walk keeps one message channel per rank: a blocking operation occupies the rank; a
-non-blocking one starts when the channel is free and must be complete at its ``wait``; a GEMM
-occupies the rank. With more ranks than cores every rank gets cores/ranks of a core, so its
-computation and copies slow down by that factor and non-blocking messages no longer hide behind
-computation (there is no idle core to progress them on).
+non-blocking one starts when the channel is free and must be complete at its ``wait``, and
+occupies the rank for the part of its price calibrate measured a rank paying for a message
+posted before a GEMM (Profile.exposed); a GEMM occupies the rank. With more ranks than cores
+every rank gets cores/ranks of a core, so its computation and copies slow down by that factor
+and non-blocking messages occupy the rank in full (there is no idle core to progress them on).
 """
 
 from __future__ import annotations
@@ -152,7 +153,7 @@ class Walk:
             if kind == "gemm" or kind == "copy":
                 self.t = t + d
                 self.phases[kind] += d
-            elif e.overlapped and exposed < d:
+            elif e.overlapped:  # on the channel; the rank pays the exposed part (may exceed d)
                 start = max(t, self.channel)
                 self.channel = self.done[i] = start + d
                 if exposed:
@@ -234,8 +235,10 @@ def communication_seconds(
 
 def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, links):
     """(seconds, the part of them that occupies the rank even when issued non-blocking: all
-    of a GEMM or copy, none of a message with a core spare to progress it); ``profile`` at the
-    run's ranks per node (Profile.at), ``slow`` its GEMMs' slowdown."""
+    of a GEMM or copy; of a message with a core per rank the part calibrate measured a rank
+    paying for one posted before a polled GEMM (Profile.exposed: 1.0-1.7 on 2 ranks here,
+    none in profiles from before it was measured), all of it with more ranks than cores);
+    ``profile`` at the run's ranks per node (Profile.at), ``slow`` its GEMMs' slowdown."""
     if e.kind == "gemm":
         d = profile.gemm_seconds(*e.shape, dtype) * slow
         return d, d
@@ -243,7 +246,7 @@ def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, l
         d = e.nbytes / profile.copy_bandwidth * slow
         return d, d
     here = profile.collective(e.kind, e.nbytes, e.group) * profile.comm_scale
-    exposed = 0.0 if overlap else here
+    exposed = profile.exposed.get(e.kind, 0.0) * here if overlap else here
     if links is not None and links.models(e.phase_level):
         d = links.collective(e.kind, e.nbytes, e.group, e.phase_level)
         if not links.emulated:
