@@ -25,10 +25,11 @@ from .calibration import (
 )
 from .calibration_overlap import exposure
 
-# per rank count (where the ranks fit the cores): the fits' points and the large messages the
-# factors come from, up to a block's size beyond the caches: fitted up to 4 MiB, 2 ranks on 2
-# cores priced large messages at 25 GB/s where 16-64 MiB moved at 8-10, and runs' time outside
-# their GEMMs (summa 1x2 on 4096x4096x64: 14 ms, blocking) at a seventh of what it took
+# per rank count (where the ranks fit the cores): the ping-pong's points and the collectives
+# timed (which price them: Profile.at), up to a block's size beyond the caches: up to 4 MiB, 2
+# ranks on 2 cores priced large messages at 25 GB/s where 16-64 MiB moved at 8-10, and the
+# model put 0.13 of the time runs spent outside their GEMMs there (0.52-0.60 now:
+# scripts/messages_accuracy.py)
 COUNT_P2P_SIZES = (8, 1 << 10, 1 << 16, 1 << 20, 1 << 22, 1 << 24)
 COUNT_COLL_SIZES = (1 << 16, 1 << 20, 1 << 22, 1 << 24)
 SLICED_COLL_SIZES = (1 << 12, 1 << 18, 1 << 21)  # collectives timed above the cores
@@ -128,7 +129,6 @@ def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
     # cold 0.64 and 1.9, on a line
     coll = collectives(comm, quick, COUNT_COLL_SIZES, _cold_iters, _evicting(comm))
     return {
-        "exposed": exposure(comm, cores, quick),
         "ranks": comm.Get_size(),
         "alpha": small[0],
         "beta": small[1],
@@ -136,6 +136,7 @@ def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
         "beta_large": large[1],
         "collective_factor": collective_factors(coll, comm.Get_size(), small, large),
         "collective_times": {k: [[n, avg] for n, avg, _, _ in rows] for k, rows in coll.items()},
+        "exposed": exposure(comm, cores, quick),
         "efficiency": efficiency,
         "gemm_shared": busy,
         "alltoallv": alltoallv,

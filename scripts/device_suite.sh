@@ -19,6 +19,9 @@
 #               then at 4 and 6 ($PLAN_RANKS: other sets), each set complete with its summary
 #               or cut by the clock; every case's runs in OUTDIR/plan_block.jsonl
 #   gemm_busy   GEMMs with every rank computing at once, three times (scripts/gemm_busy.py)
+#   messages    runs whose time is largely messages, overlapped and blocking, at 16 then 4 ranks
+#               ($MESSAGE_RANKS), priced with the profile (scripts/messages_accuracy.py; the
+#               records in OUTDIR/messages_RANKS.jsonl for --replay)
 # The stages after calibrate use OUTDIR/profile.json, or $PROFILE if that is set. Everything
 # is packed into OUTDIR/all.tgz at the end; the machine's facts are in OUTDIR/machine.txt.
 set -uo pipefail
@@ -89,6 +92,11 @@ for name in "${stages[@]}"; do
     gemm_busy)
       for lap in 1 2 3; do
         stage "gemm_busy_$lap" 10 mpiexec -n "$cores" "$PY" scripts/gemm_busy.py --profile "$prof"
+      done ;;
+    messages)
+      for ranks in ${MESSAGE_RANKS:-16 4}; do
+        stage "messages_$ranks" 10 "$PY" -u scripts/messages_accuracy.py --profile "$prof" \
+          --ranks "$ranks" --records "$out/messages_$ranks.jsonl"
       done ;;
     *) echo "unknown stage $name" | tee -a "$out/log" ;;
   esac

@@ -53,6 +53,19 @@ CASES = {  # P -> (algorithm, option, grid)
         ("t10", "fop", "1,4,1"),
         ("tesseract", "grid", "1,1,4"),
     ],
+    8: [
+        ("cannon25d", "grid", "2,2,2"),
+        ("summa", "grid", "2,4"),
+        ("t10", "fop", "2,2,2"),
+        ("tesseract", "grid", "2,2,2"),
+    ],
+    16: [
+        ("cannon", "grid", "4,4"),
+        ("summa", "grid", "4,4"),
+        ("t10", "fop", "4,1,4"),
+        ("t10", "fop", "2,4,2"),
+        ("tesseract", "grid", "2,2,4"),
+    ],
 }
 
 

@@ -93,10 +93,10 @@ def count_collectives(count: dict) -> dict:
     """{kind: (alpha, beta)}: each collective's formula (topology/costs.py) fitted
     (:func:`fit_nonnegative`, relative error) to what calibrate timed at a count that fits the
     cores ("collective_times", [[bytes, seconds]]: 64 KiB to 16 MiB). Where the ranks fit the
-    cores the formula with the ping-pong's fits times a factor (the median ratio over the sizes)
-    priced a 16 MiB shift on 2 ranks at 1.1 ms where it took 1.9-2.1, and broadcasts of 32 MiB
-    blocks at a third of their time: a shift moves both ways at once, and past the caches a
-    byte costs more. {} without such timings (profiles from before)."""
+    cores the formula with the ping-pong's fits times a factor (the median ratio over the sizes,
+    timed warm) priced a 16 MiB shift on 2 ranks at 0.7-1.1 ms where it took 1.9-2.1, and a 32
+    MiB broadcast at 0.9 ms where it took 2.5-2.8: a shift moves both ways at once, and past
+    the caches a byte costs more. {} without such timings (profiles from before)."""
     g, out = count["ranks"], {}
     for kind, timed in count.get("collective_times", {}).items():
         x = [
