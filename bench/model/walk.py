@@ -236,9 +236,10 @@ def communication_seconds(
 def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, links):
     """(seconds, the part of them that occupies the rank even when issued non-blocking: all
     of a GEMM or copy; of a message with a core per rank the part calibrate measured a rank
-    paying for one posted before a polled GEMM (Profile.exposed: 1.0-1.7 on 2 ranks here,
-    none in profiles from before it was measured), all of it with more ranks than cores);
-    ``profile`` at the run's ranks per node (Profile.at), ``slow`` its GEMMs' slowdown."""
+    paying for one posted before a polled GEMM (Profile.exposed: shifts 1.2-2.1 and broadcasts
+    0.9-1.6 on 2 ranks here, none in profiles from before it was measured), all of it with
+    more ranks than cores); ``profile`` at the run's ranks per node (Profile.at), ``slow`` its
+    GEMMs' slowdown."""
     if e.kind == "gemm":
         d = profile.gemm_seconds(*e.shape, dtype) * slow
         return d, d
