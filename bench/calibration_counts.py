@@ -26,10 +26,10 @@ from .calibration import (
 from .calibration_overlap import exposure
 
 # per rank count (where the ranks fit the cores): the ping-pong's points and the collectives
-# timed (which price them: Profile.at), up to a block's size beyond the caches: up to 4 MiB, 2
-# ranks on 2 cores priced large messages at 25 GB/s where 16-64 MiB moved at 8-10, and the
-# model put 0.13 of the time runs spent outside their GEMMs there (0.52-0.60 now:
-# scripts/messages_accuracy.py)
+# timed (their factors over its fits price messages: Profile.at), up to a block's size beyond
+# the caches: up to 4 MiB, timed warm, 2 ranks on 2 cores priced large messages at 25 GB/s
+# where 16-64 MiB moved at 8-10, and the model put 0.13 of the time runs spent outside their
+# GEMMs there (0.48-0.60 now, with what a posted message costs: scripts/messages_accuracy.py)
 COUNT_P2P_SIZES = (8, 1 << 10, 1 << 16, 1 << 20, 1 << 22, 1 << 24)
 COUNT_COLL_SIZES = (1 << 16, 1 << 20, 1 << 22, 1 << 24)
 SLICED_COLL_SIZES = (1 << 12, 1 << 18, 1 << 21)  # collectives timed above the cores
@@ -135,7 +135,6 @@ def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
         "alpha_large": large[0],
         "beta_large": large[1],
         "collective_factor": collective_factors(coll, comm.Get_size(), small, large),
-        "collective_times": {k: [[n, avg] for n, avg, _, _ in rows] for k, rows in coll.items()},
         "exposed": exposure(comm, cores, quick),
         "efficiency": efficiency,
         "gemm_shared": busy,

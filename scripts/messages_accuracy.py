@@ -37,6 +37,8 @@ SHAPES = (
     "8192,1024,512",
     "768,8192,768",
 )
+# what each run's record keeps: what pricing it again needs
+KEPT = ("algo", "P", "grid", "shape", "dtype", "overlap", "seconds", "compute_seconds")
 CASES = {  # P -> (algorithm, option, grid)
     2: [
         ("summa", "grid", "1,2"),
@@ -92,7 +94,7 @@ def main() -> int:
                         print(f"{algo} {grid} {shape}: {why}", file=sys.stderr)
                         continue
                     with records.open("a") as f:
-                        f.write(json.dumps(rec) + "\n")
+                        f.write(json.dumps({k: rec[k] for k in KEPT}) + "\n")
     runs = [json.loads(line) for line in records.read_text().splitlines() if line]
     for path in args.profile:
         _report(path, runs)

@@ -344,45 +344,6 @@ def test_overlap_hides_communication_only_with_spare_cores(profile_file):
     assert blocking.seconds > alone.seconds
 
 
-def test_collectives_below_the_cores_are_priced_by_their_own_timings_at_each_count(tmp_path):
-    """Where the ranks fit the cores, each collective is priced by its formula with an alpha
-    and beta fitted to what calibrate timed of it at the count ("collective_times", out of the
-    caches; relative error), linear in g between counts, the nearest outside them; not by the
-    ping-pong's fits times a factor. Profiles without the timings keep the factor."""
-    from conftest import PROFILE
-
-    from topology.costs import collective_seconds
-
-    sizes = [1 << 16, 1 << 20, 1 << 22, 1 << 24]
-
-    def count(g, alpha, beta):
-        timed = {
-            k: [[n, collective_seconds(k, n, g, alpha, beta)] for n in sizes]
-            for k in ("shift", "bcast")
-        }
-        return {**_count(g, 2e-6, 3.0), "collective_times": timed}
-
-    counts = [count(2, 1e-5, 1e-10), count(4, 3e-5, 3e-10)]
-    data = {**PROFILE, "machine": {"cores": 4}, "counts": counts}
-    prof = Profile.load(_write(tmp_path, data))
-    n = 3 << 22
-    assert prof.at(2).collective("shift", n, 2) == pytest.approx(1e-5 + n * 1e-10)
-    assert prof.at(3).collective("shift", n, 3) == pytest.approx(2e-5 + n * 2e-10)
-    assert prof.at(1).collective("bcast", n, 2) == pytest.approx(1e-5 + n * 1e-10)
-    bcast4 = collective_seconds("bcast", n, 4, 3e-5, 3e-10)
-    assert prof.at(4).collective("bcast", n, 4) == pytest.approx(bcast4)
-    # a kind not timed there: the ping-pong's fits times its factor (1 but for bcast)
-    pingpong = (2e-6, 1e-10, 4e-6, 1e-10)
-    allgather = collective_seconds("allgather", n, 2, *pingpong)
-    assert prof.at(2).collective("allgather", n, 2) == pytest.approx(allgather)
-    for c in counts:
-        del c["collective_times"]
-    old = Profile.load(_write(tmp_path, data))
-    assert old.at(2).sliced is None
-    bcast2 = 3.0 * collective_seconds("bcast", n, 2, *pingpong)
-    assert old.at(2).collective("bcast", n, 2) == pytest.approx(bcast2)
-
-
 def test_overlapped_messages_cost_the_rank_what_calibrate_measured_them_to(tmp_path):
     """Where the ranks fit the cores, an overlapped message occupies the rank for the part of
     its price calibrate measured a rank paying for one posted before a polled GEMM ("exposed"
@@ -492,9 +453,7 @@ def test_calibrate_trace_analyze(tmp_path):
         assert loaded.at(2).alpha == count["alpha"]
         assert loaded.at(2).exposed == count["exposed"]
         assert set(count["exposed"]) == {"shift", "bcast"}
-        timed = count["collective_times"]  # out of the caches, each kind and large size
-        assert set(timed) == set(COMM_KINDS) and all(t > 0 for r in timed.values() for _, t in r)
-        assert loaded.at(2).sliced.keys() == timed.keys()
+        assert count["collective_factor"].keys() == set(COMM_KINDS)  # timed out of the caches
     traces = tmp_path / "trace"
     r = distmm_mpi(
         4,

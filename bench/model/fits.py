@@ -89,36 +89,6 @@ def fit_collectives(counts, cores: int) -> dict:
     return {kind: _trimmed_fit(r) for kind, r in rows.items()}
 
 
-def count_collectives(count: dict) -> dict:
-    """{kind: (alpha, beta)}: each collective's formula (topology/costs.py) fitted
-    (:func:`fit_nonnegative`, relative error) to what calibrate timed at a count that fits the
-    cores ("collective_times", [[bytes, seconds]]: 64 KiB to 16 MiB). Where the ranks fit the
-    cores the formula with the ping-pong's fits times a factor (the median ratio over the sizes,
-    timed warm) priced a 16 MiB shift on 2 ranks at 0.7-1.1 ms where it took 1.9-2.1, and a 32
-    MiB broadcast at 0.9 ms where it took 2.5-2.8: a shift moves both ways at once, and past
-    the caches a byte costs more. {} without such timings (profiles from before)."""
-    g, out = count["ranks"], {}
-    for kind, timed in count.get("collective_times", {}).items():
-        x = [
-            [collective_seconds(kind, n, g, *unit) for unit in ((1.0, 0.0), (0.0, 1.0))]
-            for n, _ in timed
-        ]
-        if len(timed) >= 2:
-            out[kind] = tuple(fit_nonnegative(x, [t for _, t in timed]))
-    return out
-
-
-def collectives_at(counts: list[dict], g: int) -> dict:
-    """:func:`count_collectives` at g ranks: each kind's alpha and beta linear in g between
-    the counts that timed it, the nearest count's outside them."""
-    fits = [(c["ranks"], count_collectives(c)) for c in counts]
-    out = {}
-    for kind in set().union(*(f for _, f in fits)):
-        gs, coef = zip(*((r, f[kind]) for r, f in fits if kind in f), strict=True)
-        out[kind] = tuple(float(np.interp(g, gs, [c[i] for c in coef])) for i in range(2))
-    return out
-
-
 OUTLIER = 4.0  # a timing this many times the median residual off the first fit is dropped
 
 
@@ -140,9 +110,7 @@ def _trimmed_fit(rows) -> tuple[float, ...]:
 
 __all__ = [
     "A2AV_TERMS",
-    "collectives_at",
     "count_alltoallv",
-    "count_collectives",
     "fit_alltoallv",
     "fit_collectives",
     "fit_nonnegative",

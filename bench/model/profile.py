@@ -21,13 +21,7 @@ import numpy as np
 from bench.machine import blas_threads
 from topology.costs import EAGER_LIMIT, collective_seconds, exchange_seconds
 
-from .fits import (
-    A2AV_TERMS,
-    collectives_at,
-    count_alltoallv,
-    fit_collectives,
-    fit_sharing_alltoallv,
-)
+from .fits import A2AV_TERMS, count_alltoallv, fit_collectives, fit_sharing_alltoallv
 from .gemm_rates import GemmRates, Threading
 
 
@@ -61,9 +55,8 @@ class Profile:
     # a redistribution at this many ranks per node: {"start", "message", "byte", "copy"}
     # (seconds; bench.calibration_counts.alltoallv_costs), set by :meth:`at` from the counts
     alltoallv: dict | None = None
-    # set by :meth:`at`: {kind: (alpha, beta)} of each collective's formula, fitted to its own
-    # timings: above the cores with one rank per core (:meth:`sliced_fit`), times
-    # ``comm_scale`` = ranks per core; below, at the count (bench.model.fits.collectives_at)
+    # above the cores, set by :meth:`at`: {kind: (alpha, beta)} of each collective's formula
+    # with one rank per core (:meth:`sliced_fit`), times ``comm_scale`` = ranks per core
     sliced: dict | None = None
     ranks_per_node: int | None = None  # set by :meth:`at`
     threads: int = 1  # BLAS threads per rank, set by :meth:`at` (bench.machine.blas_threads)
@@ -209,7 +202,6 @@ class Profile:
                 alpha_large=at_g([c["alpha_large"] for c in fitting]),
                 beta_large=at_g([c["beta_large"] for c in fitting]),
                 collective_factor=factors,
-                sliced=collectives_at(fitting, g) or None,
                 exposed=exposed,
                 alltoallv=alltoallv,
                 counts=(),
