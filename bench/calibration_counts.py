@@ -29,7 +29,7 @@ from .calibration_overlap import exposure
 # timed (their factors over its fits price messages: Profile.at), up to a block's size beyond
 # the caches: up to 4 MiB, timed warm, 2 ranks on 2 cores priced large messages at 25 GB/s
 # where 16-64 MiB moved at 8-10, and the model put 0.13 of the time runs spent outside their
-# GEMMs there (0.48-0.60 now, with what a posted message costs: scripts/messages_accuracy.py)
+# GEMMs there (0.38-0.67 now, with what a posted message costs: scripts/messages_accuracy.py)
 COUNT_P2P_SIZES = (8, 1 << 10, 1 << 16, 1 << 20, 1 << 22, 1 << 24)
 COUNT_COLL_SIZES = (1 << 16, 1 << 20, 1 << 22, 1 << 24)
 SLICED_COLL_SIZES = (1 << 12, 1 << 18, 1 << 21)  # collectives timed above the cores
