@@ -45,14 +45,13 @@ def exposure(comm, cores: int, quick: bool) -> dict[str, float]:
     a, b, c, tmp = _square_operands(rank, EXPOSED_GEMM)
     buf, out = np.ones(EXPOSED_BYTES, np.uint8), np.empty(EXPOSED_BYTES, np.uint8)
 
-    def shift() -> list:
-        return [
+    posts = {  # each kind of POSTED, posted: its requests
+        "shift": lambda: [
             comm.Irecv(out, source=(rank + 1) % g, tag=9),
             comm.Isend(buf, dest=(rank - 1) % g, tag=9),
-        ]
-
-    def bcast() -> list:
-        return [comm.Ibcast(buf, root=0)]
+        ],
+        "bcast": lambda: [comm.Ibcast(buf, root=0)],
+    }
 
     def lap(post=None, gemm: bool = True) -> float:
         comm.Barrier()
@@ -66,7 +65,8 @@ def exposure(comm, cores: int, quick: bool) -> dict[str, float]:
 
     found = {}
     with threadpool_limits(limits=blas_threads(cores, g), user_api="blas"):
-        for kind, post in (("shift", shift), ("bcast", bcast)):
+        for kind in POSTED:
+            post = posts[kind]
             lap(post)  # warm-up
             laps = np.array(
                 [[lap(), lap(post, False), lap(post)] for _ in range(3 if quick else 11)]

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from algorithms import get  # noqa: E402
-from bench.launch import Launcher  # noqa: E402
+from bench.launch import Launcher, run_argv  # noqa: E402
 from bench.model import Profile, predict, schedule  # noqa: E402
 
 SHAPES = (
@@ -39,34 +39,34 @@ SHAPES = (
 )
 # what each run's record keeps: what pricing it again needs
 KEPT = ("algo", "P", "grid", "shape", "dtype", "overlap", "seconds", "compute_seconds")
-CASES = {  # P -> (algorithm, option, grid)
+CASES = {  # P -> (algorithm, grid or F_op)
     2: [
-        ("summa", "grid", "1,2"),
-        ("summa", "grid", "2,1"),
-        ("t10", "fop", "1,1,2"),
-        ("t10", "fop", "2,1,1"),
-        ("t10", "fop", "1,2,1"),
-        ("tesseract", "grid", "1,1,2"),
+        ("summa", (1, 2)),
+        ("summa", (2, 1)),
+        ("t10", (1, 1, 2)),
+        ("t10", (2, 1, 1)),
+        ("t10", (1, 2, 1)),
+        ("tesseract", (1, 1, 2)),
     ],
     4: [
-        ("cannon", "grid", "2,2"),
-        ("summa", "grid", "2,2"),
-        ("t10", "fop", "2,1,2"),
-        ("t10", "fop", "1,4,1"),
-        ("tesseract", "grid", "1,1,4"),
+        ("cannon", (2, 2)),
+        ("summa", (2, 2)),
+        ("t10", (2, 1, 2)),
+        ("t10", (1, 4, 1)),
+        ("tesseract", (1, 1, 4)),
     ],
     8: [
-        ("cannon25d", "grid", "2,2,2"),
-        ("summa", "grid", "2,4"),
-        ("t10", "fop", "2,2,2"),
-        ("tesseract", "grid", "2,2,2"),
+        ("cannon25d", (2, 2, 2)),
+        ("summa", (2, 4)),
+        ("t10", (2, 2, 2)),
+        ("tesseract", (2, 2, 2)),
     ],
     16: [
-        ("cannon", "grid", "4,4"),
-        ("summa", "grid", "4,4"),
-        ("t10", "fop", "4,1,4"),
-        ("t10", "fop", "2,4,2"),
-        ("tesseract", "grid", "2,2,4"),
+        ("cannon", (4, 4)),
+        ("summa", (4, 4)),
+        ("t10", (4, 1, 4)),
+        ("t10", (2, 4, 2)),
+        ("tesseract", (2, 2, 4)),
     ],
 }
 
@@ -85,10 +85,17 @@ def main() -> int:
         records.write_text("")
         launcher = Launcher.find(None)
         for shape in SHAPES:
-            for algo, option, grid in CASES[args.ranks]:
+            for algo, grid in CASES[args.ranks]:
+                options = {get(algo).grid_option.name: grid}
                 for overlap in (True, False):
-                    argv = ["run", algo, f"--{option}", grid, "--shape", shape, "--json"]
-                    argv += ["--repeat", str(args.repeat)] + ([] if overlap else ["--no-overlap"])
+                    argv = run_argv(
+                        algo,
+                        shape.split(","),
+                        options,
+                        overlap=overlap,
+                        repeat=args.repeat,
+                        as_json=True,
+                    )
                     rec, why = launcher.run_json(args.ranks, argv, 300)
                     if rec is None:
                         print(f"{algo} {grid} {shape}: {why}", file=sys.stderr)
@@ -107,10 +114,8 @@ def _report(path: str, runs: list[dict]) -> None:
     outside = []
     for r in runs:
         algorithm = get(r["algo"])
-        key = "fop" if r["algo"] == "t10" else "grid"
-        plan = algorithm.plan(
-            tuple(r["shape"]), r["P"], overlap=r["overlap"], **{key: tuple(r["grid"])}
-        )
+        grid = {algorithm.grid_option.name: tuple(r["grid"])}
+        plan = algorithm.plan(tuple(r["shape"]), r["P"], overlap=r["overlap"], **grid)
         pred = predict(
             schedule(algorithm, plan, 0, r["dtype"]), profile, r["dtype"], r["P"], P=r["P"]
         )

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
 
 def mpiexec() -> str:
@@ -27,4 +28,14 @@ def distmm_mpi(n: int, *args: str, timeout: float = 120, cwd=None) -> subprocess
 def distmm(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "bench.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def script(name: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``scripts/NAME ARGS`` with this interpreter, its output captured."""
+    return subprocess.run(
+        [sys.executable, str(SCRIPTS / name), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )

@@ -174,17 +174,11 @@ def test_plan_on_a_cluster(tmp_path):
 
 def test_cluster_closed_form_script():
     import json
-    import subprocess
-    import sys
-    from pathlib import Path
 
-    script = Path(__file__).resolve().parent.parent / "scripts" / "cluster_closed_form.py"
-    r = subprocess.run(
-        [sys.executable, str(script), "--P", "1024", "--shape", "8192,8192,8192", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    from launch import script
+
+    argv = ["--P", "1024", "--shape", "8192,8192,8192", "--json"]
+    r = script("cluster_closed_form.py", *argv, timeout=60)
     assert r.returncode == 0, r.stderr
     rows = {row["algo"]: row for row in json.loads(r.stdout)}
     cannon, summa = rows["cannon"], rows["summa"]

@@ -2,9 +2,9 @@
 (results/vm-2c): stored runs priced again by scripts/messages_accuracy.py --replay with the code
 as it is."""
 
-import subprocess
-import sys
 from pathlib import Path
+
+from launch import script
 
 ROOT = Path(__file__).resolve().parent.parent
 VM = ROOT / "results" / "vm-2c"
@@ -14,12 +14,7 @@ def _replay(profile: str) -> tuple[float, float]:
     """(median |pred/meas - 1| in % of the runs over 10% outside their GEMMs, the model's time
     outside the GEMMs over the measured) of the 72 runs of messages_2a.jsonl."""
     args = ["--records", str(VM / "messages_2a.jsonl"), "--profile", str(VM / profile), "--replay"]
-    r = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "messages_accuracy.py"), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    r = script("messages_accuracy.py", *args)
     assert r.returncode == 0, r.stderr
     line = r.stdout.strip().splitlines()[-1]
     assert "72 runs" in line

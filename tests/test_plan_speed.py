@@ -236,15 +236,10 @@ def test_plan_cli_leaves_out_what_cannot_matter(profile_file):
 
 def test_plan_speed_script_takes_medians_of_turns():
     """scripts/plan_speed.py --repeat: each plan run in turns, one row of medians per plan."""
-    import subprocess
-    import sys
-    from pathlib import Path
+    from launch import script
 
-    script = Path(__file__).resolve().parent.parent / "scripts" / "plan_speed.py"
     argv = ["--P", "4,6", "--shapes", "64,48,80", "--layouts", "native", "--repeat", "2"]
-    r = subprocess.run(
-        [sys.executable, str(script), *argv], capture_output=True, text=True, timeout=120
-    )
+    r = script("plan_speed.py", *argv, timeout=120)
     assert r.returncode == 0, r.stderr
     rows = r.stdout.splitlines()[1:]
     assert [row.split()[:3] for row in rows] == [

@@ -1,9 +1,9 @@
 """The model against runs measured on a 16-core machine (results/device-h200-16c): stored
 planner runs priced again by scripts/replan.py with the code as it is."""
 
-import subprocess
-import sys
 from pathlib import Path
+
+from launch import script
 
 ROOT = Path(__file__).resolve().parent.parent
 DEVICE = ROOT / "results" / "device-h200-16c"
@@ -11,12 +11,7 @@ DEVICE = ROOT / "results" / "device-h200-16c"
 
 def _replan(profile: str) -> str:
     args = ["--records", str(DEVICE / "plan_block.jsonl"), "--profile", str(DEVICE / profile)]
-    r = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "replan.py"), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    r = script("replan.py", *args)
     assert r.returncode == 0, r.stderr
     return r.stdout
 
