@@ -92,6 +92,11 @@ class Algorithm:
     # the (m, k, n) shapes of the plan's local GEMMs, each GEMM one of them (the planner's
     # bound prices the GEMMs still to come at the cheapest of their rates); None: unknown
     gemms: Callable[[Plan], tuple[tuple[int, int, int], ...]] | None = None
+    # operations besides GEMMs that every rank certainly issues, (kind, bytes, group, count,
+    # blocking) at ``itemsize`` bytes an element (a "copy" is blocking, group 1): the planner's
+    # bound prices those still to come (a loop whose messages alone lose stops at once); None:
+    # none promised
+    promised: Callable[[Plan, int], tuple[tuple[str, int, int, int, bool], ...]] | None = None
 
     @property
     def grid_option(self) -> Option:

@@ -145,6 +145,19 @@ def summa_panels(
     return c
 
 
+def promised(plan: Plan, itemsize: int) -> tuple[tuple[str, int, int, int, bool], ...]:
+    """Every panel's two broadcasts (along a row and a column of more than one rank)."""
+    (_, p), (_, q) = plan.mesh.axes
+    m, w, n = plan.A.block_shape[0], plan.params["panel"], plan.B.block_shape[1]
+    panels, blocking = plan.params["panels"], not plan.overlap
+    out = []
+    if q > 1:
+        out.append(("bcast", m * w * itemsize, q, panels, blocking))
+    if p > 1:
+        out.append(("bcast", w * n * itemsize, p, panels, blocking))
+    return tuple(out)
+
+
 def stated_cost(shape, P: int, grid, alpha: float, beta: float) -> dict:
     """2 sqrt(P) panel broadcasts of n^2/P words each, binomial trees (square n x n)."""
     n = cube_side(shape)
@@ -169,6 +182,7 @@ ALGORITHM = Algorithm(
     prepare=prepare,
     stated_cost=stated_cost,
     gemms=panel_gemms,
+    promised=promised,
 )
 
 if __name__ == "__main__":

@@ -164,6 +164,25 @@ def gemms(plan: Plan) -> tuple[tuple[int, int, int], ...]:
     return ((plan.A.block_shape[0], plan.params["unit"], plan.B.block_shape[1]),)
 
 
+def promised(plan: Plan, itemsize: int) -> tuple[tuple[str, int, int, int, bool], ...]:
+    """What every core issues besides GEMMs: the L - W units of A the next core along n lacks,
+    and of B along m (a ring of one sends nothing), then with F_k > 1 C's reduce-scatter along
+    k, its columns packed first."""
+    fm, fk, fn = plan.params["fop"]
+    L, u = plan.params["units"], plan.params["unit"]
+    rows, cols = plan.A.block_shape[0], plan.B.block_shape[1]
+    blocking = not plan.overlap
+    out = []
+    if fn > 1:
+        out.append(("shift", rows * u * itemsize, fn, L - plan.params["window_A"], blocking))
+    if fm > 1:
+        out.append(("shift", u * cols * itemsize, fm, L - plan.params["window_B"], blocking))
+    if fk > 1:
+        c = rows * cols * itemsize
+        out += [("copy", c, 1, 1, True), ("reduce_scatter", c, fk, 1, True)]
+    return tuple(out)
+
+
 def prepare(plan: Plan, a: np.ndarray, b: np.ndarray, coords) -> tuple:
     """This core's windows as deques of contiguous units, head unit first (untimed set-up).
 
@@ -296,6 +315,7 @@ ALGORITHM = Algorithm(
     prepare=prepare,
     stated_cost=stated_cost,
     gemms=gemms,
+    promised=promised,
 )
 
 if __name__ == "__main__":

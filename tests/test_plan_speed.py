@@ -5,6 +5,8 @@ import json
 import math
 import random
 import time
+from collections import Counter
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -125,6 +127,42 @@ def test_every_gemm_has_a_shape_the_algorithm_declares(case):
         for rank in sorted({0, P // 3, P - 1}):
             made = {e.shape for e in schedule(module, plan, rank) if e.kind == "gemm"}
             assert made and made <= declared, (module.name, plan.params, plan.overlap, rank)
+
+
+@pytest.mark.parametrize("case", GEMM_CASES)
+def test_every_rank_issues_what_its_algorithm_promises(case):
+    """The bound prices the operations an algorithm promises (Algorithm.promised) as still to
+    come until issued: one the loop does not issue (or issues smaller, or overlapped where
+    promised blocking) could make the bound pass the prediction. Every rank, grid, option and
+    overlap, shapes that do not divide."""
+    shape, P, _ = case
+    for module, plan in _plans(shape, P):
+        if module.promised is None:
+            continue
+        for rank in sorted({0, P // 3, P - 1}):
+            issued = Counter(
+                (e.kind, e.nbytes, e.group, not e.overlapped)
+                for e in schedule(module, plan, rank, "float64")
+                if e.kind not in ("gemm", "wait")
+            )
+            for kind, nbytes, group, count, blocking in module.promised(plan, 8):
+                key = (kind, nbytes, group, blocking)
+                assert issued[key] >= count, (module.name, plan.params, plan.overlap, rank, key)
+                issued[key] -= count
+
+
+def test_a_loop_whose_promised_messages_lose_is_not_walked():
+    """T10 and SUMMA promise their messages: a loop whose GEMMs and promised messages pass
+    the limit stops before its first event (its GEMMs alone do not)."""
+    slow = replace(RICH, beta=2e-8, beta_large=2e-8)
+    for algo, options in [("t10", {"fop": (64, 1, 2)}), ("summa", {"grid": (16, 8)})]:
+        module = get(algo)
+        for overlap in (True, False):
+            plan = module.plan((4096, 256, 4096), 128, overlap=overlap, **options)
+            full = price(module, plan, slow, "float32", 1)
+            limit = (full.phases["gemm"] + full.seconds) / 2
+            cut = price(module, plan, slow, "float32", 1, limit=limit)
+            assert isinstance(cut, Pruned) and cut.events == 0, (algo, overlap)
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -124,9 +124,12 @@ def test_the_search_names_ahead_only_jobs_walked_and_bounded_near():
 
     named = []
     jobs = [Job(price=print, memory=0, prefetch=partial(named.append, k)) for k in range(6)]
-    walked = [object(), object(), None, object(), object(), object()]
+    exact = types.SimpleNamespace(seconds=0.8)  # the kernels walked to the end
+    walked = [exact, exact, None, exact, exact, exact]
     extra = [None, None, None, 0.5, None, None]  # job 3 already priced
-    heap = [(1.0 + k / 20, 0, k) for k in range(5)] + [(1.01 * AHEAD_WITHIN, 0, 5)]
+    near = 1.0 + AHEAD_WITHIN * 0.2  # job 0's bound passed by AHEAD_WITHIN times its extra's
+    heap = [(1.0, 0, 0), (1.05, 0, 1), (1.1, 0, 2), (1.15, 0, 3), (near, 0, 4)]
+    heap.append((near * 1.01, 0, 5))
     _prefetch(jobs, heap[1:], heap[0], 8, walked, extra)
     assert named == [0, 1, 4]  # 2 not walked to the end, 3 priced, 5 bounded too far
     named.clear()

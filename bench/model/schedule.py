@@ -106,7 +106,10 @@ def price(
         pause=pause,
         closing=barrier_seconds(at, plan.P, links),
     )
-    if pause is None and walk.bound() > limit:  # its GEMMs alone lose: no loop to run
+    promised = getattr(algorithm, "promised", None)
+    if promised is not None and links is None:  # (on links a message's price needs its level)
+        walk.promise(promised(plan, np.dtype(dtype).itemsize))
+    if pause is None and walk.bound() > limit:  # its GEMMs (or messages) alone lose: no loop
         return Pruned(walk.bound(), 0, True)
     comm, prepared = _symbolic(algorithm, plan, rank, dtype, binding, tree, cache)
     if pause is not None:  # paused, this loop may sit beside others sharing the cache's comm

@@ -14,7 +14,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from algorithms.events import Event
+from algorithms.events import Event, make_event
 
 from .profile import Profile
 
@@ -79,7 +79,9 @@ class Walk:
     """:func:`predict` one event at a time, as the schedule is issued.
 
     ``t`` (the rank's time so far) never decreases, nor does :meth:`bound`, the time so far
-    plus the GEMMs still to come: at least ``share`` flops in all at ``per_flop`` seconds each.
+    plus the GEMMs still to come (at least ``share`` flops in all at ``per_flop`` seconds each)
+    and the blocking operations :meth:`promise` was told of; or the channel's time so far plus
+    the messages still to come, at least those promised (it carries one message at a time).
     Once the bound passes ``limit`` (``by_limit``), or ``max_events`` have been walked,
     :meth:`push` raises :class:`Stop`: a search stops the loop there (bench/model/search.py).
 
@@ -117,13 +119,39 @@ class Walk:
         self.max_events, self.least_events, self.pause = max_events, least_events, pause
         self.by_limit = False
         self.closing = closing  # the barrier close() ends with, where a bound counts it
+        # seconds promised and not yet issued (either may go below 0): the rank's (blocking
+        # operations) and the channel's (every message)
+        self.owed_rank = self.owed_channel = 0.0
 
     def bound(self) -> float:
         """The prediction is at least this (given the ``share`` and ``per_flop`` promised): the
         time so far and the GEMMs still to come, or the messages in flight ending, whichever is
         later, then the closing barrier (``closing``: :meth:`close` waits for both)."""
-        gemms = self.t + max(self.share - self.flops, 0) * self.per_flop
-        return max(gemms, self.channel) + self.closing
+        rank = self.t + max(self.share - self.flops, 0) * self.per_flop + max(self.owed_rank, 0.0)
+        return max(rank, self.channel + max(self.owed_channel, 0.0)) + self.closing
+
+    def promise(self, operations) -> None:
+        """The loop will issue at least these operations besides GEMMs ((kind, bytes, group,
+        count, blocking), priced as its own events are; Algorithm.promised). Every blocking
+        operation or copy issued is taken off what the blocking ones cost, every message off
+        what all the messages cost: whatever the loop issues, if these are among it, the rest
+        to come costs at least what is left, the rank's blocking time and the channel's."""
+        for kind, nbytes, group, count, blocking in operations:
+            e = make_event({"kind": kind, "nbytes": nbytes, "group": group})
+            d = count * self._priced(e)[0] * (1 - 1e-9)  # (summing the issued may round up)
+            if blocking:
+                self.owed_rank += d
+            if kind != "copy":
+                self.owed_channel += d
+
+    def _priced(self, e: Event) -> tuple[float, float]:
+        key = (e.kind, e.shape, e.nbytes, e.group, e.phase_level)
+        price = self.prices.get(key)
+        if price is None:
+            price = self.prices[key] = _price(
+                e, self.profile, self.dtype, self.slow, self.overlap, self.links
+            )
+        return price
 
     def push(self, e: Event) -> None:
         kinds = self.kinds
@@ -146,16 +174,19 @@ class Walk:
             key = (kind, e.shape, e.nbytes, e.group, e.phase_level)
             price = self.prices.get(key)
             if price is None:
-                price = self.prices[key] = _price(
-                    e, self.profile, self.dtype, self.slow, self.overlap, self.links
-                )
+                price = self._priced(e)
             d, exposed = price
-            if kind == "gemm" or kind == "copy":
+            if kind == "gemm":
                 self.t = t + d
                 self.phases[kind] += d
+            elif kind == "copy":
+                self.t = t + d
+                self.phases[kind] += d
+                self.owed_rank -= d
             elif e.overlapped:  # on the channel; the rank pays the exposed part (may exceed d)
                 start = max(t, self.channel)
                 self.channel = self.done[i] = start + d
+                self.owed_channel -= d
                 if exposed:
                     self.phases[kind] += start + exposed - t
                     self.t = start + exposed
@@ -163,9 +194,14 @@ class Walk:
                 start = max(t, self.channel)
                 self.phases[kind] += start + d - t
                 self.t = self.channel = self.done[i] = start + d
+                self.owed_rank -= d
+                self.owed_channel -= d
         if (
             self.t != t
-            and max(self.t + max(self.share - self.flops, 0) * self.per_flop, self.channel)
+            and max(
+                self.t + max(self.share - self.flops, 0) * self.per_flop + max(self.owed_rank, 0.0),
+                self.channel + max(self.owed_channel, 0.0),
+            )
             + self.closing
             > self.limit
             and i >= self.least_events - 1
