@@ -5,9 +5,10 @@ admits for P ranks, its options, ``plan(shape, P, **options) -> Plan`` (validate
 the A, B, C layouts), ``prepare(plan, a, b, coords)`` (arranges this rank's blocks as its
 loop reads them: untimed in a native run, in the phase in of an end-to-end one, where the model
 prices what it copies, algorithms.symbolic.copied_bytes), ``multiply(plan, comm, state) -> C
-block`` (the timed SPMD loop), the cost the literature states, the memory a rank needs and
-the shapes its GEMMs take (which the planner's bounds price). Adding an algorithm is its
-module plus one line in ``_registry``.
+block`` (the timed SPMD loop), the cost the literature states, the memory a rank needs, the
+shapes its GEMMs take and, if it says, the messages and copies every rank certainly issues
+(both priced by the planner's bounds; tests/test_plan_speed.py holds them to the schedules).
+Adding an algorithm is its module plus one line in ``_registry``.
 """
 
 from __future__ import annotations

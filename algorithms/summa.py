@@ -146,15 +146,17 @@ def summa_panels(
 
 
 def promised(plan: Plan, itemsize: int) -> tuple[tuple[str, int, int, int, bool], ...]:
-    """Every panel's two broadcasts (along a row and a column of more than one rank)."""
-    (_, p), (_, q) = plan.mesh.axes
+    """What every rank of :func:`summa_panels` issues besides GEMMs: every panel's broadcasts,
+    A's along y and B's along x (where more than one rank), for a plan whose ``panels`` count
+    them all (2D SUMMA's, and a layer's in 2.5D SUMMA and Tesseract)."""
+    sizes = plan.mesh.sizes
     m, w, n = plan.A.block_shape[0], plan.params["panel"], plan.B.block_shape[1]
     panels, blocking = plan.params["panels"], not plan.overlap
     out = []
-    if q > 1:
-        out.append(("bcast", m * w * itemsize, q, panels, blocking))
-    if p > 1:
-        out.append(("bcast", w * n * itemsize, p, panels, blocking))
+    if sizes["y"] > 1:
+        out.append(("bcast", m * w * itemsize, sizes["y"], panels, blocking))
+    if sizes["x"] > 1:
+        out.append(("bcast", w * n * itemsize, sizes["x"], panels, blocking))
     return tuple(out)
 
 

@@ -39,6 +39,7 @@ from .plan import Plan, ceil_to, check_grid, check_shape, exact_root
 from .spec import GRID, Algorithm, cube_side, panel_gemms
 from .summa import PANEL, panel_width, summa_panels
 from .summa import prepare as summa_prepare
+from .summa import promised as summa_promised
 
 NAME = "summa25d"
 WHAT = "a p x p x d grid with 1 <= d <= p (P = p*p*d ranks)"
@@ -84,6 +85,13 @@ def multiply(plan: Plan, comm, state) -> np.ndarray:
     return comm.reduce_scatter(c, "z", dim=0)  # sum the layers; layer l keeps row piece l
 
 
+def promised(plan: Plan, itemsize: int) -> tuple[tuple[str, int, int, int, bool], ...]:
+    """The layer's SUMMA broadcasts, then (more than one layer) C's reduce-scatter along z."""
+    d = plan.mesh.sizes["z"]
+    c = plan.A.block_shape[0] * plan.B.block_shape[1] * itemsize
+    return summa_promised(plan, itemsize) + ((("reduce_scatter", c, d, 1, True),) if d > 1 else ())
+
+
 def stated_cost(shape, P: int, grid, alpha: float, beta: float) -> dict:
     """The 2.5D bound as stated (Solomonik & Demmel), for a p x p x d grid (square n x n)."""
     n = cube_side(shape)
@@ -110,6 +118,7 @@ ALGORITHM = Algorithm(
     prepare=summa_prepare,  # the same panel-major A and row-panel B as 2D SUMMA
     stated_cost=stated_cost,
     gemms=panel_gemms,
+    promised=promised,
 )
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from .plan import Plan, ceil_to, check_grid, check_shape, exact_root
 from .spec import GRID, Algorithm, panel_gemms
 from .summa import PANEL, panel_width, summa_panels
 from .summa import prepare as summa_prepare
+from .summa import promised as summa_promised
 
 NAME = "tesseract"
 WHAT = "a q x q x d grid (P = q*q*d ranks)"
@@ -95,6 +96,7 @@ ALGORITHM = Algorithm(
     options=(GRID, PANEL),
     prepare=summa_prepare,  # the same panel-major A and row-panel B as 2D SUMMA
     gemms=panel_gemms,
+    promised=summa_promised,
 )
 
 if __name__ == "__main__":

@@ -82,10 +82,14 @@ def price(
 
     Certain to exceed: the walk's time so far plus the GEMMs still to come, priced at the
     cheapest rate per flop of the shapes the algorithm says its GEMMs take (Algorithm.gemms;
-    else of any shape), or the messages in flight ending if later, then the closing barrier
-    (Walk.bound); every rank computes at least its share ``plan.flops / P`` of the product
-    (with padding, more; tests/test_plan_speed.py holds both for every algorithm). At P = 8192
-    and 1048576^3 the shapes' rate walked 26 000 events where the cheapest of any took 122 000.
+    else of any shape), plus the blocking operations it promises still to come
+    (Algorithm.promised), or the messages in flight and those promised ending if later, then
+    the closing barrier (Walk.bound); every rank computes at least its share ``plan.flops / P``
+    of the product (with padding, more; tests/test_plan_speed.py holds all three for every
+    algorithm). At P = 8192 and 1048576^3 the shapes' rate walked 26 000 events where the
+    cheapest of any took 122 000; from block layouts at 8192^3 the promises took the events
+    walked from 56 138 to 15 902 (T10 candidates whose rotations alone lose stop at once).
+    Promises are not priced on links (a message's price there needs the level it crosses).
     """
     name = np.dtype(dtype).name
     slow = profile.slowdown(ranks_per_node)

@@ -124,25 +124,26 @@ class Walk:
         self.owed_rank = self.owed_channel = 0.0
 
     def bound(self) -> float:
-        """The prediction is at least this (given the ``share`` and ``per_flop`` promised): the
-        time so far and the GEMMs still to come, or the messages in flight ending, whichever is
-        later, then the closing barrier (``closing``: :meth:`close` waits for both)."""
+        """The prediction is at least this (given the ``share``, ``per_flop`` and
+        :meth:`promise` told): the time so far, the GEMMs and promised blocking operations still
+        to come, or the messages in flight and promised ending, whichever is later, then the
+        closing barrier (``closing``: :meth:`close` waits for both)."""
         rank = self.t + max(self.share - self.flops, 0) * self.per_flop + max(self.owed_rank, 0.0)
         return max(rank, self.channel + max(self.owed_channel, 0.0)) + self.closing
 
     def promise(self, operations) -> None:
         """The loop will issue at least these operations besides GEMMs ((kind, bytes, group,
-        count, blocking), priced as its own events are; Algorithm.promised). Every blocking
-        operation or copy issued is taken off what the blocking ones cost, every message off
-        what all the messages cost: whatever the loop issues, if these are among it, the rest
-        to come costs at least what is left, the rank's blocking time and the channel's."""
+        count, blocking), priced as its own events are; Algorithm.promised). What each costs
+        the rank (a blocking one all of its price, a non-blocking message its exposed part) and
+        the channel (a message all of it) is owed until issued, and every operation issued is
+        taken off both as it is charged: whatever the loop issues, if these are among it, the
+        rest to come costs at least what is left, on the rank and on the channel."""
+        shave = 1 - 1e-9  # (summing the prices of those issued may round up)
         for kind, nbytes, group, count, blocking in operations:
-            e = make_event({"kind": kind, "nbytes": nbytes, "group": group})
-            d = count * self._priced(e)[0] * (1 - 1e-9)  # (summing the issued may round up)
-            if blocking:
-                self.owed_rank += d
+            d, exposed = self._priced(make_event({"kind": kind, "nbytes": nbytes, "group": group}))
+            self.owed_rank += count * (d if blocking else exposed) * shave
             if kind != "copy":
-                self.owed_channel += d
+                self.owed_channel += count * d * shave
 
     def _priced(self, e: Event) -> tuple[float, float]:
         key = (e.kind, e.shape, e.nbytes, e.group, e.phase_level)
@@ -186,6 +187,7 @@ class Walk:
             elif e.overlapped:  # on the channel; the rank pays the exposed part (may exceed d)
                 start = max(t, self.channel)
                 self.channel = self.done[i] = start + d
+                self.owed_rank -= exposed
                 self.owed_channel -= d
                 if exposed:
                     self.phases[kind] += start + exposed - t
