@@ -10,7 +10,7 @@ layouts' shapes alone, and :func:`overlap_bound` from the overlaps without the r
 phase cannot avoid (the moves in are one exchange, layouts/batch.py) as pairs_seconds prices
 it (Profile.alltoallv_seconds: a start, and per rank messages, bytes and bytes copied, the
 larger of the mean rank's and the busiest one's shared among the ranks on a core), and the
-two barriers of a run with moves. On a real
+two barriers of a run with moves where that price does not hold them (phase_end). On a real
 cluster's links (not emulated) messages may go between nodes, priced by the links: only the
 start and the copying are counted there.
 """
@@ -26,7 +26,7 @@ from layouts.endpoints import Move
 from layouts.redistribute import one_holder
 
 from .profile import Profile
-from .redistribution import phase_barrier
+from .redistribution import phase_end
 
 
 def shape_bound(
@@ -42,7 +42,8 @@ def shape_bound(
     if at.alltoallv is None:
         return _words_bound(all_moves, P, profile, itemsize, rpn, links)
     per_core = _per_core(profile, rpn)
-    seconds = 2 * phase_barrier(P, profile, rpn, links)
+    seconds, ended = 0.0, 0  # phases whose price holds the barrier ending them (phase_end)
+    end, held = phase_end(P, profile, rpn, links)
     for phase in _phases(all_moves):  # one exchange each (layouts/batch.py)
         messages = received = copied = 0.0
         moves_any = False
@@ -58,7 +59,8 @@ def shape_bound(
                 received += (need - P * most) / P * itemsize
         if moves_any:  # else some order may keep everything: nothing moves, nothing is priced
             seconds += at.alltoallv_seconds((messages, received, copied))
-    return seconds
+            ended += held
+    return seconds + (2 - ended) * end
 
 
 def _phases(all_moves, overlaps=None) -> list[list[tuple]]:
@@ -98,9 +100,10 @@ def overlap_bound(
     if at.alltoallv is None:
         return _words_bound(all_moves, P, profile, itemsize, rpn, links)
     per_core = _per_core(profile, rpn)
-    seconds = 2 * phase_barrier(P, profile, rpn, links)
+    seconds, ended = 0.0, 0  # phases whose price holds the barrier ending them (phase_end)
+    end, held = phase_end(P, profile, rpn, links)
     for phase in _phases(all_moves, overlaps):  # one exchange each: a rank's parts add up
-        receive, send, into, out_of, need, held = (np.zeros(P) for _ in range(6))
+        receive, send, into, out_of, need, owned = (np.zeros(P) for _ in range(6))
         for m, (s, d, count, wanted) in phase:
             _, sources, most = _side(d, count, P)
             short = np.maximum(wanted - most, 0.0)
@@ -109,7 +112,7 @@ def overlap_bound(
             if one_holder(m.src, m.src_mesh):
                 total, targets, most = _side(s, count, P)
                 send += total - most
-                held += total
+                owned += total
                 into = np.maximum(into, sources - 1)
                 out_of = np.maximum(out_of, targets - 1)
             else:  # each element's source chosen among its holders: nothing known per source
@@ -119,9 +122,10 @@ def overlap_bound(
         loads = (0.0, 0.0)
         if _local(links):
             loads = (_load(into, out_of, per_core), _load(receive, send, per_core) * itemsize)
-        copied = max(2 * need.sum() / P, max(need.max(), held.max()) / per_core) * itemsize
+        copied = max(2 * need.sum() / P, max(need.max(), owned.max()) / per_core) * itemsize
         seconds += at.alltoallv_seconds((*loads, copied))
-    return seconds
+        ended += held
+    return seconds + (2 - ended) * end
 
 
 def needed(layout, mesh) -> int:

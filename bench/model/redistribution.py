@@ -182,18 +182,37 @@ def move_seconds(
         if batch:  # the moves in run as one exchange (layouts/batch.py)
             out[phase] = transfer_seconds(sum(batch), itemsize, profile, ranks_per_node, links)
     if all_moves:
-        barrier = phase_barrier(all_moves[0].src_mesh.size, profile, ranks_per_node, links)
-        out["redistribute_in"] += barrier + setup
-        out["closing_barrier"] = barrier
+        end, held = phase_end(all_moves[0].src_mesh.size, profile, ranks_per_node, links)
+        in_end = 0.0 if held and out["redistribute_in"] > 0 else end
+        out["redistribute_in"] += in_end + setup
+        out["closing_barrier"] = 0.0 if held and out["redistribute_out"] > 0 else end
     return out
 
 
 def phase_barrier(P: int, profile: Profile, ranks_per_node: int, links=None) -> float:
-    """The barrier every rank of an end-to-end run waits in after its moves in and the
-    algorithm's set-up (bench/endtoend.py), priced as the one closing a run's timed region
-    (bench.model.walk.barrier_seconds); an end-to-end repetition has one more after its moves
-    out."""
+    """The barrier closing a run's timed region (bench.model.walk.barrier_seconds), as
+    :func:`phase_end` prices the barriers of an end-to-end run where calibrate's layout changes
+    do not price its moves."""
     return barrier_seconds(profile.at(ranks_per_node), P, links)
+
+
+def phase_end(P: int, profile: Profile, ranks_per_node: int, links=None) -> tuple[float, bool]:
+    """(seconds, held) of the barrier that ends an end-to-end run's phase in (after the moves
+    in and the algorithm's set-up, bench/endtoend.py) and of the one closing its repetition
+    (after the moves out), and whether the price of moves before it holds it. Calibrate times
+    its layout changes barrier to barrier, as the phases are timed: where their coefficients
+    price the moves (Profile.alltoallv, no links), the barrier after moves is in their price
+    (the fit's start), and one after none is a start too: a barrier after no GEMMs. The
+    barrier closing a multiplication waits for GEMMs the ranks time-slice (4 ranks on 2 cores:
+    1.15 ms); priced so, a phase in without moves was 1.15 ms where it took 0.1, and the
+    phases in of 96 runs from block at 4-16 ranks a median 1.65x what they took. Without those
+    coefficients (older profiles, links priced apart): the closing barrier's price, not held."""
+    at = profile.at(ranks_per_node)
+    if P <= 1:
+        return 0.0, False
+    if links is None and at.alltoallv is not None:
+        return at.alltoallv["start"], True
+    return phase_barrier(P, profile, ranks_per_node, links), False
 
 
 def price_moves(
@@ -222,7 +241,7 @@ def price_moves(
         placed = tuple(int(r) for r in placed)
     if not all_moves:
         return MovePrice(0.0, 0.0, 0, None, 0, has_moves=False)
-    barrier = phase_barrier(P, profile, ranks_per_node, links)
+    end, held = phase_end(P, profile, ranks_per_node, links)
     if overlaps is None:
         overlaps = move_overlaps(all_moves)
     found = None
@@ -236,7 +255,7 @@ def price_moves(
     if links is None and all(one_holder(m.src, m.src_mesh) for m in all_moves):
         args = (pi, P, profile, itemsize, ranks_per_node)
         (t_in, t_out), words = _by_sides(all_moves, overlaps, *args)
-        return MovePrice(t_in + barrier, t_out, words, ranks, saved, barrier)
+        return _ended(t_in, t_out, end, held, words, ranks, saved)
     keys: dict = {True: [], False: []}  # src * P + dst of the moves in and out
     counts: dict = {True: [], False: []}
     words = 0
@@ -257,7 +276,14 @@ def price_moves(
             src, dst, count = summed_pairs(keys[into], counts[into], P)
             args = (profile, itemsize, ranks_per_node, links)
             phases[into] = pairs_seconds(src, dst, count, P, *args)
-    return MovePrice(phases[True] + barrier, phases[False], words, ranks, saved, barrier)
+    return _ended(phases[True], phases[False], end, held, words, ranks, saved)
+
+
+def _ended(t_in, t_out, end: float, held: bool, *rest) -> MovePrice:
+    """The MovePrice of moves in and out taking ``t_in`` and ``t_out``, with the barriers
+    ending the phase in and the repetition (:func:`phase_end`)."""
+    in_end = 0.0 if held and t_in > 0 else end
+    return MovePrice(t_in + in_end, t_out, *rest, closing=0.0 if held and t_out > 0 else end)
 
 
 def _by_sides(all_moves, overlaps, pi, P: int, profile, itemsize: int, rpn: int) -> tuple:
@@ -303,6 +329,7 @@ __all__ = [
     "move_seconds",
     "pairs_seconds",
     "phase_barrier",
+    "phase_end",
     "plan_moves",
     "price_moves",
     "redistribution_seconds",
