@@ -208,12 +208,13 @@ def test_sparse_relabelling_on_a_cluster_matches_the_dense_one():
 
 def _measured(g, costs, cores=2):
     """A count entry whose layout changes took exactly start + message x M + byte x B + copy
-    x C, times g / cores where the ranks share the cores."""
-    s = max(g / cores, 1.0)
+    x C, each grown as the ranks share the cores (bench.model.fits.sharing_scale: the start
+    with the square of the ranks per core, the rest with it)."""
+    from bench.model.fits import sharing_scale
+
+    scaled = [k * s for k, s in zip(costs, sharing_scale(g / cores), strict=True)]
     rows = [[m, b, c] for m in (1, g - 1) for b in (1e5, 4e6) for c in (2e5, 9e6)]
-    rows = [
-        [*r, s * (costs[0] + sum(k * x for k, x in zip(costs[1:], r, strict=True)))] for r in rows
-    ]
+    rows = [[*r, scaled[0] + sum(k * x for k, x in zip(scaled[1:], r, strict=True))] for r in rows]
     return {"ranks": g, "efficiency": 1.0, "alltoallv": {"timed": rows}, "yielding": True}
 
 
@@ -222,8 +223,8 @@ def test_measured_layout_changes_price_redistributions(tmp_path):
     from bench.model.redistribution import loads
 
     costs = (1e-4, 3e-5, 2e-10, 1e-10)
-    rows = _measured(9, costs)["alltoallv"]["timed"]
-    assert list(fit_alltoallv(rows, [4.5] * len(rows)).values()) == pytest.approx(costs)
+    rows = _measured(9, costs, cores=9)["alltoallv"]["timed"]
+    assert list(fit_alltoallv(rows).values()) == pytest.approx(costs)
     two = {"start": 5e-5, "message": 1e-5, "byte": 1e-10, "copy": 5e-11}  # as fitted at 2
     p2p = {"alpha": 2e-6, "beta": 1e-10, "alpha_large": 5e-6, "beta_large": 1e-10}
     counts = [{"ranks": 2, **p2p, "collective_factor": {}, "alltoallv": {**two, "timed": []}}]
@@ -232,10 +233,12 @@ def test_measured_layout_changes_price_redistributions(tmp_path):
     f.write_text(json.dumps({**PROFILE, "counts": counts}))
     prof = Profile.load(f)
     assert prof.at(2).alltoallv == two
-    # beyond the cores, one fit over the counts measured there, grown as g / cores: also past
-    # the largest count measured
+    # beyond the cores, one fit over the counts measured there, grown with g / cores (the
+    # start with its square): also past the largest count measured
     for g in (3, 8, 16):
-        assert list(prof.at(g).alltoallv.values()) == pytest.approx([c * g / 2 for c in costs])
+        s = g / 2
+        want = [costs[0] * s * s, *(c * s for c in costs[1:])]
+        assert list(prof.at(g).alltoallv.values()) == pytest.approx(want)
     # a uniform exchange: every rank's messages, bytes sent, and bytes packed and unpacked
     g, each, itemsize = 8, 1000, 4
     uniform = np.full((g, g), each, np.int64)
@@ -246,21 +249,22 @@ def test_measured_layout_changes_price_redistributions(tmp_path):
         2 * g * each * itemsize,
     )
     sent, copied = (g - 1) * each * itemsize, 2 * g * each * itemsize
-    want = (costs[0] + costs[1] * (g - 1) + costs[2] * sent + costs[3] * copied) * g / 2
+    s = g / 2
+    want = costs[0] * s * s + (costs[1] * (g - 1) + costs[2] * sent + costs[3] * copied) * s
     assert transfer_seconds(uniform, itemsize, prof, g) == pytest.approx(want)
     # one rank sending to one other: that rank alone on a core, not slowed by the idle ones
     lone = np.zeros((g, g), np.int64)
     lone[0, 1] = 1 << 20
     assert loads([0], [1], [1 << 20], g, 4, 4.0) == (0.25, 1 << 20, 1 << 20)
-    want = (costs[0] + costs[1] * 0.25 + (costs[2] + costs[3]) * (1 << 20)) * g / 2
+    want = costs[0] * s * s + (costs[1] * 0.25 + (costs[2] + costs[3]) * (1 << 20)) * s
     assert transfer_seconds(lone, 4, prof, g) == pytest.approx(want)
     # a profile with no count above the cores (`-n 2` on 2 cores, no --up-to): the largest
-    # count's coefficients, grown as g / cores (once priced as if every rank had its own core)
+    # count's coefficients, grown as there (once priced as if every rank had its own core)
     f.write_text(json.dumps({**PROFILE, "counts": counts[:1]}))
     for g in (4, 16):
-        assert Profile.load(f).at(g).alltoallv == pytest.approx(
-            {k: v * g / 2 for k, v in two.items()}
-        )
+        s = g / 2
+        grown = {k: v * (s * s if k == "start" else s) for k, v in two.items()}
+        assert Profile.load(f).at(g).alltoallv == pytest.approx(grown)
 
 
 def test_plan_table_columns_never_run_together():

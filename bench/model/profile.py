@@ -21,7 +21,13 @@ import numpy as np
 from bench.machine import blas_threads
 from topology.costs import EAGER_LIMIT, collective_seconds, exchange_seconds
 
-from .fits import A2AV_TERMS, count_alltoallv, fit_collectives, fit_sharing_alltoallv
+from .fits import (
+    A2AV_TERMS,
+    count_alltoallv,
+    fit_collectives,
+    fit_sharing_alltoallv,
+    sharing_scale,
+)
 from .gemm_rates import GemmRates, Threading
 
 
@@ -249,25 +255,28 @@ class Profile:
     def _alltoallv_at(self, g: int) -> dict | None:
         """A redistribution's coefficients at g ranks (bench.calibration_counts.alltoallv_costs).
         Up to the cores: those fitted at g (linear between counts). Beyond, the cores
-        time-slice every rank's part, so the costs grow as g / cores: one fit over every
-        count measured there (a single count's fit swings with the scheduler), which also
-        covers counts past the largest measured; with none measured there, the largest count's
-        coefficients times g / cores (without it a `-n 2` profile on 2 cores priced B copied to
-        4 ranks, tesseract 1x1x4 from blocks at 4096^3, at 19 ms where it took 91-126, and the
-        planner sent B to all 8192 ranks)."""
+        time-slice every rank's part, so the costs grow with g / cores (fits.sharing_scale):
+        one fit over every count measured there (a single count's fit swings with the
+        scheduler), which also covers counts past the largest measured; with none measured
+        there, the largest count's coefficients so scaled (without it a `-n 2` profile on 2
+        cores priced B copied to 4 ranks, tesseract 1x1x4 from blocks at 4096^3, at 19 ms
+        where it took 91-126, and the planner sent B to all 8192 ranks)."""
         measured = [c for c in self.counts if "alltoallv" in c]
         if not measured:
             return None
         sharing = [c for c in measured if c["ranks"] > self.cores]
+        scale = sharing_scale(g / self.cores)
         if g > self.cores and sharing:
             unit = self._once("a2av_unit", lambda: fit_sharing_alltoallv(sharing, self.cores))
-            return {k: v * g / self.cores for k, v in unit.items()}
+            return {k: unit[k] * float(x) for k, x in zip(A2AV_TERMS, scale, strict=True)}
         fitting = [c for c in measured if c["ranks"] <= self.cores] or measured
         gs = [c["ranks"] for c in fitting]
         fits = self._once("a2av_counts", lambda: [count_alltoallv(c, self.cores) for c in fitting])
-        # none measured above the cores: perfect time slicing from the cores' own (as GEMMs)
-        sliced = max(g / self.cores, 1.0)
-        return {k: float(np.interp(g, gs, [f[k] for f in fits])) * sliced for k in A2AV_TERMS}
+        # none measured above the cores: time slicing from the cores' own (sharing_scale)
+        return {
+            k: float(np.interp(g, gs, [f[k] for f in fits])) * float(x)
+            for k, x in zip(A2AV_TERMS, scale, strict=True)
+        }
 
     def sliced_fit(self) -> dict:
         """{kind: (alpha, beta)}: each collective fitted to its times on all g ranks for every
