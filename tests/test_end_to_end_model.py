@@ -234,10 +234,10 @@ def test_measured_layout_changes_price_redistributions(tmp_path):
     prof = Profile.load(f)
     assert prof.at(2).alltoallv == two
     # beyond the cores, one fit over the counts measured there, grown with g / cores (the
-    # start with its square): also past the largest count measured
+    # start with its square) up to the largest (8), and as g past it
     for g in (3, 8, 16):
-        s = g / 2
-        want = [costs[0] * s * s, *(c * s for c in costs[1:])]
+        s, r = min(g, 8) / 2, max(g / 8, 1.0)
+        want = [costs[0] * s * s * r, *(c * s * r for c in costs[1:])]
         assert list(prof.at(g).alltoallv.values()) == pytest.approx(want)
     # a uniform exchange: every rank's messages, bytes sent, and bytes packed and unpacked
     g, each, itemsize = 8, 1000, 4
@@ -259,12 +259,12 @@ def test_measured_layout_changes_price_redistributions(tmp_path):
     want = costs[0] * s * s + (costs[1] * 0.25 + (costs[2] + costs[3]) * (1 << 20)) * s
     assert transfer_seconds(lone, 4, prof, g) == pytest.approx(want)
     # a profile with no count above the cores (`-n 2` on 2 cores, no --up-to): the largest
-    # count's coefficients, grown as there (once priced as if every rank had its own core)
+    # count's coefficients, grown as g / cores (once priced as if every rank had its own core)
     f.write_text(json.dumps({**PROFILE, "counts": counts[:1]}))
     for g in (4, 16):
-        s = g / 2
-        grown = {k: v * (s * s if k == "start" else s) for k, v in two.items()}
-        assert Profile.load(f).at(g).alltoallv == pytest.approx(grown)
+        assert Profile.load(f).at(g).alltoallv == pytest.approx(
+            {k: v * g / 2 for k, v in two.items()}
+        )
 
 
 def test_plan_table_columns_never_run_together():

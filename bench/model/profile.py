@@ -255,24 +255,28 @@ class Profile:
     def _alltoallv_at(self, g: int) -> dict | None:
         """A redistribution's coefficients at g ranks (bench.calibration_counts.alltoallv_costs).
         Up to the cores: those fitted at g (linear between counts). Beyond, the cores
-        time-slice every rank's part, so the costs grow with g / cores (fits.sharing_scale):
-        one fit over every count measured there (a single count's fit swings with the
-        scheduler), which also covers counts past the largest measured; with none measured
-        there, the largest count's coefficients so scaled (without it a `-n 2` profile on 2
+        time-slice every rank's part, so the costs grow with g / cores (fits.sharing_scale)
+        up to the largest count measured, and as g beyond it (squared, 8192 ranks on 16
+        cores priced every move's start 262 144 times a unit's and the plan took 3.8 s): one
+        fit over every count measured there (a single count's fit swings with the
+        scheduler); with none measured there, the largest count's coefficients times g /
+        cores (without it a `-n 2` profile on 2
         cores priced B copied to 4 ranks, tesseract 1x1x4 from blocks at 4096^3, at 19 ms
         where it took 91-126, and the planner sent B to all 8192 ranks)."""
         measured = [c for c in self.counts if "alltoallv" in c]
         if not measured:
             return None
         sharing = [c for c in measured if c["ranks"] > self.cores]
-        scale = sharing_scale(g / self.cores)
+        # the square law holds where it was measured; beyond, every term grows as g
+        top = max([self.cores, *(c["ranks"] for c in sharing)])
+        scale = sharing_scale(min(g, top) / self.cores) * max(g / top, 1.0)
         if g > self.cores and sharing:
             unit = self._once("a2av_unit", lambda: fit_sharing_alltoallv(sharing, self.cores))
             return {k: unit[k] * float(x) for k, x in zip(A2AV_TERMS, scale, strict=True)}
         fitting = [c for c in measured if c["ranks"] <= self.cores] or measured
         gs = [c["ranks"] for c in fitting]
         fits = self._once("a2av_counts", lambda: [count_alltoallv(c, self.cores) for c in fitting])
-        # none measured above the cores: time slicing from the cores' own (sharing_scale)
+        # none measured above the cores: the cores' own, grown as g
         return {
             k: float(np.interp(g, gs, [f[k] for f in fits])) * float(x)
             for k, x in zip(A2AV_TERMS, scale, strict=True)
