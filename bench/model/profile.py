@@ -256,13 +256,12 @@ class Profile:
         """A redistribution's coefficients at g ranks (bench.calibration_counts.alltoallv_costs).
         Up to the cores: those fitted at g (linear between counts). Beyond, the cores
         time-slice every rank's part, so the costs grow with g / cores (fits.sharing_scale)
-        up to the largest count measured, and as g beyond it (squared, 8192 ranks on 16
-        cores priced every move's start 262 144 times a unit's and the plan took 3.8 s): one
-        fit over every count measured there (a single count's fit swings with the
-        scheduler); with none measured there, the largest count's coefficients times g /
-        cores (without it a `-n 2` profile on 2
-        cores priced B copied to 4 ranks, tesseract 1x1x4 from blocks at 4096^3, at 19 ms
-        where it took 91-126, and the planner sent B to all 8192 ranks)."""
+        up to the largest count measured, and as g past it (squared, 8192 ranks on 16 cores
+        priced a move's start 262 144 units): one fit over every count measured there (a
+        single count's fit swings with the scheduler); with none measured there, the largest
+        count's coefficients times g / cores (without it a `-n 2` profile on 2 cores priced
+        B copied to 4 ranks, tesseract 1x1x4 from blocks at 4096^3, at 19 ms where it took
+        91-126, and the planner sent B to all 8192 ranks)."""
         measured = [c for c in self.counts if "alltoallv" in c]
         if not measured:
             return None
