@@ -182,10 +182,12 @@ def move_seconds(
         if batch:  # the moves in run as one exchange (layouts/batch.py)
             out[phase] = transfer_seconds(sum(batch), itemsize, profile, ranks_per_node, links)
     if all_moves:
-        end, held = phase_end(all_moves[0].src_mesh.size, profile, ranks_per_node, links)
-        in_end = 0.0 if held and out["redistribute_in"] > 0 else end
-        out["redistribute_in"] += in_end + setup
-        out["closing_barrier"] = 0.0 if held and out["redistribute_out"] > 0 else end
+        P = all_moves[0].src_mesh.size
+        ends = _ends(
+            out["redistribute_in"], out["redistribute_out"], P, profile, ranks_per_node, links
+        )
+        out["redistribute_in"] += ends[0] + setup
+        out["closing_barrier"] = ends[1]
     return out
 
 
@@ -241,7 +243,6 @@ def price_moves(
         placed = tuple(int(r) for r in placed)
     if not all_moves:
         return MovePrice(0.0, 0.0, 0, None, 0, has_moves=False)
-    end, held = phase_end(P, profile, ranks_per_node, links)
     if overlaps is None:
         overlaps = move_overlaps(all_moves)
     found = None
@@ -255,7 +256,8 @@ def price_moves(
     if links is None and all(one_holder(m.src, m.src_mesh) for m in all_moves):
         args = (pi, P, profile, itemsize, ranks_per_node)
         (t_in, t_out), words = _by_sides(all_moves, overlaps, *args)
-        return _ended(t_in, t_out, end, held, words, ranks, saved)
+        in_end, closing = _ends(t_in, t_out, P, profile, ranks_per_node, links)
+        return MovePrice(t_in + in_end, t_out, words, ranks, saved, closing)
     keys: dict = {True: [], False: []}  # src * P + dst of the moves in and out
     counts: dict = {True: [], False: []}
     words = 0
@@ -276,14 +278,15 @@ def price_moves(
             src, dst, count = summed_pairs(keys[into], counts[into], P)
             args = (profile, itemsize, ranks_per_node, links)
             phases[into] = pairs_seconds(src, dst, count, P, *args)
-    return _ended(phases[True], phases[False], end, held, words, ranks, saved)
+    in_end, closing = _ends(phases[True], phases[False], P, profile, ranks_per_node, links)
+    return MovePrice(phases[True] + in_end, phases[False], words, ranks, saved, closing)
 
 
-def _ended(t_in, t_out, end: float, held: bool, *rest) -> MovePrice:
-    """The MovePrice of moves in and out taking ``t_in`` and ``t_out``, with the barriers
-    ending the phase in and the repetition (:func:`phase_end`)."""
-    in_end = 0.0 if held and t_in > 0 else end
-    return MovePrice(t_in + in_end, t_out, *rest, closing=0.0 if held and t_out > 0 else end)
+def _ends(t_in: float, t_out: float, P: int, profile, ranks_per_node: int, links) -> tuple:
+    """Seconds of the barriers ending the phase in and the repetition after moves in and out
+    taking ``t_in`` and ``t_out`` (:func:`phase_end`: none where those moves' price holds it)."""
+    end, held = phase_end(P, profile, ranks_per_node, links)
+    return tuple(0.0 if held and t > 0 else end for t in (t_in, t_out))
 
 
 def _by_sides(all_moves, overlaps, pi, P: int, profile, itemsize: int, rpn: int) -> tuple:
