@@ -208,8 +208,8 @@ def test_sparse_relabelling_on_a_cluster_matches_the_dense_one():
 
 def _measured(g, costs, cores=2):
     """A count entry whose layout changes took exactly start + message x M + byte x B + copy
-    x C, each grown as the ranks share the cores (bench.model.fits.sharing_scale: the start
-    with the square of the ranks per core, the rest with it)."""
+    x C, each grown as the ranks share the cores (bench.model.fits.sharing_scale: messages
+    with the ranks per core, the rest with its square)."""
     from bench.model.fits import sharing_scale
 
     scaled = [k * s for k, s in zip(costs, sharing_scale(g / cores), strict=True)]
@@ -233,11 +233,11 @@ def test_measured_layout_changes_price_redistributions(tmp_path):
     f.write_text(json.dumps({**PROFILE, "counts": counts}))
     prof = Profile.load(f)
     assert prof.at(2).alltoallv == two
-    # beyond the cores, one fit over the counts measured there, grown with g / cores (the
-    # start with its square) up to the largest (8), and as g past it
+    # beyond the cores, one fit over the counts measured there, grown with g / cores (messages)
+    # and its square (the rest) up to the largest (8), and as g past it
     for g in (3, 8, 16):
         s, r = min(g, 8) / 2, max(g / 8, 1.0)
-        want = [costs[0] * s * s * r, *(c * s * r for c in costs[1:])]
+        want = [c * s**k * r for c, k in zip(costs, (2, 1, 2, 2), strict=True)]
         assert list(prof.at(g).alltoallv.values()) == pytest.approx(want)
     # a uniform exchange: every rank's messages, bytes sent, and bytes packed and unpacked
     g, each, itemsize = 8, 1000, 4
@@ -250,13 +250,13 @@ def test_measured_layout_changes_price_redistributions(tmp_path):
     )
     sent, copied = (g - 1) * each * itemsize, 2 * g * each * itemsize
     s = g / 2
-    want = costs[0] * s * s + (costs[1] * (g - 1) + costs[2] * sent + costs[3] * copied) * s
+    want = (costs[0] + costs[2] * sent + costs[3] * copied) * s * s + costs[1] * (g - 1) * s
     assert transfer_seconds(uniform, itemsize, prof, g) == pytest.approx(want)
     # one rank sending to one other: that rank alone on a core, not slowed by the idle ones
     lone = np.zeros((g, g), np.int64)
     lone[0, 1] = 1 << 20
     assert loads([0], [1], [1 << 20], g, 4, 4.0) == (0.25, 1 << 20, 1 << 20)
-    want = costs[0] * s * s + (costs[1] * 0.25 + (costs[2] + costs[3]) * (1 << 20)) * s
+    want = (costs[0] + (costs[2] + costs[3]) * (1 << 20)) * s * s + costs[1] * 0.25 * s
     assert transfer_seconds(lone, 4, prof, g) == pytest.approx(want)
     # a profile with no count above the cores (`-n 2` on 2 cores, no --up-to): the largest
     # count's coefficients, grown as g / cores (once priced as if every rank had its own core)

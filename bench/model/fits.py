@@ -51,15 +51,20 @@ def fit_sharing_alltoallv(sharing: list[dict], cores: int) -> dict[str, float]:
 
 def sharing_scale(per_core: float) -> np.ndarray:
     """What a redistribution's coefficients (A2AV_TERMS) are multiplied by with ``per_core``
-    ranks on each core (at least 1): the cores time-slice every rank's messages, bytes and
-    copies (per_core), and its start, the exchange's set-up and the barrier ending it, waits
-    for every rank on a core to be scheduled once for each of the others (per_core squared).
-    The starts fitted at each count of two calibrations on 2 cores grew so (4 ranks 117-122 us,
-    8 223-626, 16 1731-2131); scaled as the rest, one fit over the counts priced the moves in
-    of 96 runs from block at 4-16 ranks a median 0.52x what they took (0.70x so) and the
-    planner chose the fastest of them in 24 of 32 cases (25, and 31 within 10%, so)."""
+    ranks on each core (at least 1): its messages by per_core (the cores time-slice every
+    rank's), its start (the exchange's set-up and the barrier ending it: each rank waits for
+    every rank on its core to be scheduled once for each of the others) and its bytes sent and
+    copied by per_core squared (every rank's copies are time-sliced, and each piece waits for
+    its partner to be scheduled; the ranks' blocks together leave the caches). On two
+    calibrations on 2 cores a layout change moving 4 MiB per rank took 0.47, 1.1, 1.45 and 2.0
+    ms per rank per core at 4, 6, 8 and 16 ranks, and the starts fitted per count were 117-122
+    us at 4 ranks, 223-626 at 8 and 1731-2131 at 16. With bytes grown as per_core, one fit
+    over the counts priced 16 ranks' moves of 4 MiB per rank at 0.6-0.8x what they took and
+    tesseract's moves from block at 16 ranks at half, and the planner from block chose the
+    fastest of 96 measured runs (three sweeps, priced again) in 72 of 96 cases, 87 within 10%
+    (so: 78 and 90; scripts/replan.py)."""
     s = max(per_core, 1.0)
-    return np.array([s * s, s, s, s])
+    return np.array([s * s, s, s * s, s * s])
 
 
 def fit_nonnegative(x, t, relative: bool = True) -> list[float]:
