@@ -4,7 +4,6 @@ bench/model/profile.Profile.at prices a run of that many ranks with."""
 
 from __future__ import annotations
 
-import math
 from functools import partial
 
 import numpy as np
@@ -62,9 +61,8 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
     "beta_large", "collective_factor": {kind: f}, "exposed": {kind: f}, "efficiency",
     "gemm_shared", "alltoallv", "yielding"}].
     Where MPI yields (the job has more ranks than cores) the ping-pong and factors give way to
-    each collective timed on all g ranks and on groups of them (:func:`sliced_collectives`,
-    "collectives") and what a message posted before a GEMM costs there ("exposed"): the model
-    fits those of every count above the cores together (Profile.at)."""
+    each collective timed on all g ranks (:func:`sliced_collectives`, "collectives"): the
+    model fits those of every count above the cores together (Profile.at)."""
     from mpi4py import MPI
 
     rank = world.Get_rank()
@@ -115,14 +113,12 @@ def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
     busy = [shared["n"], shared["shared"]] if shared else busy_gemm(comm, cores, quick)
     alltoallv = alltoallv_costs(comm, quick, cores)
     if not messages:
-        sliced, exposed = sliced_collectives(comm, quick)
         return {
             "ranks": comm.Get_size(),
             "efficiency": efficiency,
             "gemm_shared": busy,
             "alltoallv": alltoallv,
-            "collectives": sliced,
-            "exposed": exposed,
+            "collectives": sliced_collectives(comm, quick),
         }
     # the other ranks wait in MPI (polling or yielding), as a run's idle ranks do
     points = pingpong(comm, quick, COUNT_P2P_SIZES, _count_iters, lambda c: c.Barrier())
@@ -149,102 +145,40 @@ def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
 SLICED_GEMM = 512  # the square GEMM each rank does before each collective timed above the cores
 
 
-def sliced_collectives(comm, quick: bool) -> tuple[dict[str, list[list[float]]], dict]:
-    """({kind: [[bytes, seconds], ...]}, {kind: exposed}): what each collective
-    (algorithms/events.COMM_KINDS, and a barrier) on all of ``comm``'s ranks, more than the
-    cores, adds to a loop in which every rank does a GEMM before it, as a run's steps do: the
-    loop's time with the collective less without, per iteration, barrier to barrier (bytes as
-    Event.nbytes means, SLICED_COLL_SIZES: none for the barrier). A rank that reaches a
-    collective waits for partners the scheduler has given a GEMM to, which collectives timed
-    back to back (all ranks in MPI, yielding to each other) do not show: those priced runs'
-    communication at a fifth of what it took. Also ("sub:KIND", [[bytes, seconds, s], ...])
-    the SUB_KINDS on every group of s ranks at once (:func:`_groups`), as a mesh's rows and
-    columns run them: on 16 ranks on 2 cores a 1 MiB broadcast on four groups of 4 took 8-10 ms
-    where the formula with the whole communicator's fit said 3.5; and :func:`_exposed`."""
-    lap = _sliced_lap(comm, quick)
-    # the barrier every run closes a repetition with (bench/runner.py), as the model prices it
-    out: dict[str, list] = {"barrier": [[0, lap(comm.Barrier)]]}
-    groups = _groups(comm)
-    for n in SLICED_COLL_SIZES[1:] if quick else SLICED_COLL_SIZES:
-        nbytes, ops = collective_ops(comm, n)
-        for kind, op in ops.items():
-            op()  # warm-up
-            out.setdefault(kind, []).append([nbytes, lap(op)])
-        if groups is not None:
-            nbytes, ops = collective_ops(groups, n)
-            for kind in SUB_KINDS:
-                ops[kind]()
-                out.setdefault(f"sub:{kind}", []).append([nbytes, lap(ops[kind]), groups.size])
-    exposed = _exposed(comm, groups, lap)
-    if groups is not None:
-        groups.Free()
-    return out, exposed
-
-
-SUB_KINDS = ("bcast", "allgather", "reduce_scatter", "allreduce")  # as runs issue on groups
-
-
-def _sliced_lap(comm, quick: bool):
-    """lap(op=None, posted=None): the seconds per iteration that ``op`` (after the GEMM) or
-    ``posted`` (requests made before the GEMM, waited for after it) adds to a loop of
-    SLICED_GEMM GEMMs on every rank of ``comm``, barrier to barrier, at least 0."""
-    from mpi4py import MPI
-
+def sliced_collectives(comm, quick: bool) -> dict[str, list[list[float]]]:
+    """{kind: [[bytes, seconds], ...]}: what each collective (algorithms/events.COMM_KINDS, and
+    a barrier) on all of ``comm``'s ranks, more than the cores, adds to a loop in which every
+    rank does a GEMM before it, as a run's steps do: the loop's time with the collective less
+    without, per iteration, barrier to barrier (bytes as Event.nbytes means, SLICED_COLL_SIZES:
+    none for the barrier). A rank
+    that reaches a collective waits for partners the scheduler has given a GEMM to, which
+    collectives timed back to back (all ranks in MPI, yielding to each other) do not show:
+    those priced runs' communication at a fifth of what it took."""
     from algorithms.local_gemm import gemm_rows
 
     x = np.ones((SLICED_GEMM, SLICED_GEMM), np.float32)
     c, tmp = np.zeros_like(x), np.zeros_like(x)
     reps = 2 if quick else 4
 
-    def timed(op=None, posted=None) -> float:
+    def lap(op=None) -> float:
         comm.Barrier()
         t0 = now()
         for _ in range(reps):
-            requests = posted() if posted is not None else ()
             gemm_rows(x, x, c, True, tmp)
             if op is not None:
                 op()
-            MPI.Request.Waitall(list(requests))
         comm.Barrier()
         return comm.bcast(now() - t0, root=0) / reps
 
-    timed()  # warm-up
-    alone = float(np.median([timed() for _ in range(3)]))
-    return lambda op=None, posted=None: max(timed(op, posted) - alone, 0.0)
-
-
-def _groups(comm):
-    """``comm`` split into groups of s ranks, s the largest divisor of its size from 2 up to
-    its square root (the rows of the squarest mesh); None where there is none (a prime)."""
-    g = comm.Get_size()
-    s = max((d for d in range(2, math.isqrt(g) + 1) if g % d == 0), default=None)
-    return None if s is None else comm.Split(comm.Get_rank() // s, comm.Get_rank())
-
-
-def _exposed(comm, groups, lap) -> dict[str, float]:
-    """{kind: what a rank pays for a message posted before its GEMM and waited for after it,
-    over what the same message costs after the GEMM} above the cores, at the largest size: a
-    shift on ``comm``'s ring and a broadcast on ``groups`` (on all ranks where None), 3 laps
-    of each in turn, medians. On 16 ranks on 2 cores a posted 1 MiB shift cost 0.25-0.7 of a
-    blocking one and a broadcast on four groups of 4 about 0.5: the ranks sharing a core run
-    their GEMMs while its messages move."""
-    n = SLICED_COLL_SIZES[-1]
-    nbytes, ops = collective_ops(comm, n)
-    a, b = np.ones(nbytes // 4, np.float32), np.empty(nbytes // 4, np.float32)
-    rank, g = comm.Get_rank(), comm.Get_size()
-    on = groups if groups is not None else comm
-    pairs = {
-        "shift": (
-            ops["shift"],
-            lambda: [comm.Irecv(b, source=(rank - 1) % g), comm.Isend(a, dest=(rank + 1) % g)],
-        ),
-        "bcast": (partial(on.Bcast, a, root=0), lambda: [on.Ibcast(a, root=0)]),
-    }
-    out = {}
-    for kind, (blocking, posted) in pairs.items():
-        laps = [(lap(blocking), lap(posted=posted)) for _ in range(3)]
-        whole, part = (float(np.median(x)) for x in zip(*laps, strict=True))
-        out[kind] = min(part / whole, 1.0) if whole > 0 else 1.0
+    lap()  # warm-up
+    alone = float(np.median([lap() for _ in range(3)]))
+    # the barrier every run closes a repetition with (bench/runner.py), as the model prices it
+    out: dict[str, list] = {"barrier": [[0, max(lap(comm.Barrier) - alone, 0.0)]]}
+    for n in SLICED_COLL_SIZES[1:] if quick else SLICED_COLL_SIZES:
+        nbytes, ops = collective_ops(comm, n)
+        for kind, op in ops.items():
+            op()  # warm-up
+            out.setdefault(kind, []).append([nbytes, max(lap(op) - alone, 0.0)])
     return out
 
 

@@ -120,53 +120,6 @@ def test_collectives_above_the_cores_fitted_over_every_count(tmp_path):
     )
 
 
-def test_collectives_on_groups_and_posted_messages_above_the_cores(tmp_path):
-    """Broadcasts timed on groups of s ranks at once at exactly the formula on s with their own
-    (alpha, beta) x g / cores: a run's broadcast on fewer ranks than it has pays that fit, one
-    on all of them the whole communicator's; a message posted before a GEMM costs the rank the
-    median part the counts above the cores measured (1 where none did, as before)."""
-    from conftest import PROFILE
-
-    from algorithms.events import Event
-    from bench.model.walk import _price
-    from topology.costs import collective_seconds
-
-    whole, groups = (3e-5, 2e-10), (2e-4, 6e-10)
-    sizes = (4096, 1 << 18, 1 << 21)
-
-    def count(g, s, part):
-        rows = {"bcast": [[n, collective_seconds("bcast", n, g, *whole) * g / 2] for n in sizes]}
-        rows["sub:bcast"] = [
-            [n, collective_seconds("bcast", n, s, *groups) * g / 2, s] for n in sizes
-        ]
-        return {
-            "ranks": g,
-            "efficiency": 1.0,
-            "yielding": True,
-            "collectives": rows,
-            "exposed": {"shift": part},
-        }
-
-    counts = [count(g, s, part) for g, s, part in ((4, 2, 0.2), (9, 3, 0.9), (16, 4, 0.5))]
-    f = tmp_path / "p.json"
-    f.write_text(json.dumps({**PROFILE, "counts": counts}))
-    prof = Profile.load(f)
-    assert prof.sliced_fit()["sub:bcast"] == pytest.approx(groups)
-    at = prof.at(16)
-    n = 1 << 20
-    assert at.collective("bcast", n, 4) == pytest.approx(collective_seconds("bcast", n, 4, *groups))
-    assert at.collective("bcast", n, 16) == pytest.approx(
-        collective_seconds("bcast", n, 16, *whole)
-    )
-    assert at.exposed == {"shift": 0.5}
-    shift = Event(kind="shift", nbytes=n, group=2)
-    here, exposed = _price(shift, at, "float32", prof.slowdown(16), False, None)
-    assert exposed == pytest.approx(0.5 * here) and here > 0
-    bcast = Event(kind="bcast", nbytes=n, group=4)
-    here, exposed = _price(bcast, at, "float32", prof.slowdown(16), False, None)
-    assert exposed == here  # not measured: all of it, as before
-
-
 def test_a_collective_timed_in_a_slow_spell_does_not_pull_its_fit():
     """One timing far off the others' fit (the machine busy elsewhere for a moment) is
     dropped and the rest fitted again: the exact parameters come back."""

@@ -95,32 +95,18 @@ def fit_collectives(counts, cores: int) -> dict:
     times are differences of two loops, near zero or noise for small messages, which a
     relative fit would let lead) to what calibrate timed on all g ranks for every count g
     above the cores (bench/calibration_counts.py: "collectives", [[bytes, seconds]]), each
-    divided by g / cores: the cores share out every rank's part. "sub:KIND" likewise from
-    the timings on groups of s ranks at once ([[bytes, seconds, s]]), with the formula on s.
-    {} if none was timed."""
+    divided by g / cores: the cores share out every rank's part. {} if none was timed."""
     rows: dict[str, list] = {}
     for c in counts:
         g = c["ranks"]
         for kind, timed in c.get("collectives", {}).items() if g > cores else ():
-            for n, sec, *group in timed:
-                on, formula = (group[0], kind[4:]) if group else (g, kind)
+            for n, sec in timed:
                 unit = (
-                    collective_seconds(formula, n, on, 1.0, 0.0),
-                    collective_seconds(formula, n, on, 0.0, 1.0),
+                    collective_seconds(kind, n, g, 1.0, 0.0),
+                    collective_seconds(kind, n, g, 0.0, 1.0),
                 )
                 rows.setdefault(kind, []).append(([u * g / cores for u in unit], sec))
     return {kind: _trimmed_fit(r) for kind, r in rows.items()}
-
-
-def sliced_exposure(counts, cores: int) -> dict[str, float]:
-    """{kind: the part of a message posted before a GEMM a rank still pays} above the cores:
-    the median over the counts there that measured it (bench.calibration_counts._exposed; a
-    single count's swings with the scheduler), {} if none did."""
-    measured: dict[str, list] = {}
-    for c in counts:
-        for kind, part in c.get("exposed", {}).items() if c["ranks"] > cores else ():
-            measured.setdefault(kind, []).append(part)
-    return {kind: float(np.median(parts)) for kind, parts in measured.items()}
 
 
 OUTLIER = 4.0  # a timing this many times the median residual off the first fit is dropped
@@ -150,5 +136,4 @@ __all__ = [
     "fit_nonnegative",
     "fit_sharing_alltoallv",
     "sharing_scale",
-    "sliced_exposure",
 ]

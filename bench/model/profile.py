@@ -1,10 +1,12 @@
 """A machine profile: the calibrated prices of messages, collectives, GEMMs and copies.
 
-`distmm calibrate` writes it. Messages and collectives: topology/costs.py's formulas with the
-fitted alpha and beta, times a measured factor per collective; above the cores, each
-collective's own alpha and beta fitted there (bench/model/fits.py). Redistributions: layout
-changes timed at each rank count (:meth:`Profile.alltoallv_seconds`). GEMM rates are
-interpolated linearly in log(m), log(k), log(n) over the measured grid.
+`distmm calibrate` writes it. Message and collective prices use the alpha-beta formulas of
+topology/costs.py with the fitted parameters, scaled by a measured factor per collective; with
+more ranks than cores, each collective's own alpha and beta fitted to its timings there
+(bench/model/fits.py).
+Redistributions are priced with coefficients fitted to whole layout changes timed at each rank
+count (:meth:`Profile.alltoallv_seconds`). GEMM rates are interpolated linearly in log(m),
+log(k), log(n) over the measured grid.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from .fits import (
     fit_collectives,
     fit_sharing_alltoallv,
     sharing_scale,
-    sliced_exposure,
 )
 from .gemm_rates import GemmRates, Threading
 
@@ -66,8 +67,8 @@ class Profile:
     ranks_per_node: int | None = None  # set by :meth:`at`
     threads: int = 1  # BLAS threads per rank, set by :meth:`at` (bench.machine.blas_threads)
     busy: float = 1.0  # what GEMMs cost over the rates with the node's ranks all computing (at)
-    # set by :meth:`at`: {kind: the part of a message's price the rank still pays when it posts
-    # it before a GEMM} (calibration_overlap.py; above the cores fits.sliced_exposure)
+    # below the cores, set by :meth:`at`: {kind: the part of a message's price the rank still
+    # pays when it posts it before a GEMM} (bench/calibration_overlap.py; none: hidden)
     exposed: dict = field(default_factory=dict)
 
     @classmethod
@@ -172,7 +173,6 @@ class Profile:
                 alltoallv=alltoallv,
                 counts=(),
                 sliced=sliced,
-                exposed=sliced_exposure(self.counts, self.cores),
                 comm_scale=ranks_per_node / self.cores,
                 ranks_per_node=ranks_per_node,
             )
@@ -254,12 +254,14 @@ class Profile:
 
     def _alltoallv_at(self, g: int) -> dict | None:
         """A redistribution's coefficients at g ranks (bench.calibration_counts.alltoallv_costs).
-        Up to the cores: those fitted at g (linear between counts). Beyond, one fit over every
-        count measured there (one count's swings with the scheduler), grown as fits.sharing_scale
-        says up to the largest count measured, and as g past it (squared, 8192 ranks on 16
-        cores priced a move's start 262 144 units); none measured there, the largest count's
-        times g / cores (not so, a `-n 2` profile on 2 cores priced B copied to 4 ranks at 19 ms
-        where it took 91-126, and the planner sent B to all 8192 ranks)."""
+        Up to the cores: those fitted at g (linear between counts). Beyond, the cores
+        time-slice every rank's part, so the costs grow with g / cores (fits.sharing_scale)
+        up to the largest count measured, and as g past it (squared, 8192 ranks on 16 cores
+        priced a move's start 262 144 units): one fit over every count measured there (a
+        single count's fit swings with the scheduler); with none measured there, the largest
+        count's coefficients times g / cores (without it a `-n 2` profile on 2 cores priced
+        B copied to 4 ranks, tesseract 1x1x4 from blocks at 4096^3, at 19 ms where it took
+        91-126, and the planner sent B to all 8192 ranks)."""
         measured = [c for c in self.counts if "alltoallv" in c]
         if not measured:
             return None
@@ -304,11 +306,9 @@ class Profile:
         return self.alpha_large + nbytes * self.beta_large
 
     def collective(self, kind: str, nbytes: int, g: int) -> float:
-        """Seconds of one collective on g ranks, before ``comm_scale``; above the cores on
-        fewer than the node's ranks, with the fit to such groups where calibrate timed them."""
+        """Seconds of one collective on g ranks, before ``comm_scale``."""
         if self.sliced and kind in self.sliced:
-            sub = f"sub:{kind}" if g < (self.ranks_per_node or 0) else kind
-            return collective_seconds(kind, nbytes, g, *self.sliced.get(sub, self.sliced[kind]))
+            return collective_seconds(kind, nbytes, g, *self.sliced[kind])
         base = collective_seconds(
             kind, nbytes, g, self.alpha, self.beta, self.alpha_large, self.beta_large
         )

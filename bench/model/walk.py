@@ -5,8 +5,7 @@ non-blocking one starts when the channel is free and must be complete at its ``w
 occupies the rank for the part of its price calibrate measured a rank paying for a message
 posted before a GEMM (Profile.exposed); a GEMM occupies the rank. With more ranks than cores
 every rank gets cores/ranks of a core, so its computation and copies slow down by that factor
-and a non-blocking message occupies the rank for the part calibrate measured there (the ranks
-sharing its core compute while it moves), in full where that was not measured.
+and non-blocking messages occupy the rank in full (there is no idle core to progress them on).
 """
 
 from __future__ import annotations
@@ -276,9 +275,9 @@ def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, l
     """(seconds, the part of them that occupies the rank even when issued non-blocking: all
     of a GEMM or copy; of a message with a core per rank the part calibrate measured a rank
     paying for one posted before a polled GEMM (Profile.exposed: shifts 1.2-2.1 and broadcasts
-    0.9-1.6 on 2 ranks here, none in profiles from before it was measured), with more ranks
-    than cores the part measured there (fits.sliced_exposure), all of it where not measured);
-    ``profile`` at the run's ranks per node (Profile.at), ``slow`` its GEMMs' slowdown."""
+    0.9-1.6 on 2 ranks here, none in profiles from before it was measured), all of it with
+    more ranks than cores); ``profile`` at the run's ranks per node (Profile.at), ``slow`` its
+    GEMMs' slowdown."""
     if e.kind == "gemm":
         d = profile.gemm_seconds(*e.shape, dtype) * slow
         return d, d
@@ -286,7 +285,7 @@ def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, l
         d = e.nbytes / profile.copy_bandwidth * slow
         return d, d
     here = profile.collective(e.kind, e.nbytes, e.group) * profile.comm_scale
-    exposed = profile.exposed.get(e.kind, 0.0 if overlap else 1.0) * here
+    exposed = profile.exposed.get(e.kind, 0.0) * here if overlap else here
     if links is not None and links.models(e.phase_level):
         d = links.collective(e.kind, e.nbytes, e.group, e.phase_level)
         if not links.emulated:
