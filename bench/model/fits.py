@@ -60,9 +60,9 @@ def sharing_scale(per_core: float) -> np.ndarray:
     ms per rank per core at 4, 6, 8 and 16 ranks, and the starts fitted per count were 117-122
     us at 4 ranks, 223-626 at 8 and 1731-2131 at 16. With bytes grown as per_core, one fit
     over the counts priced 16 ranks' moves of 4 MiB per rank at 0.6-0.8x what they took and
-    tesseract's moves from block at 16 ranks at half, and the planner from block chose the
-    fastest of 96 measured runs (three sweeps, priced again) in 72 of 96 cases, 87 within 10%
-    (so: 78 and 90; scripts/replan.py)."""
+    tesseract's moves from block at 16 ranks at half, and the planner from block, on four
+    measured sweeps priced again with one calibration (scripts/replan.py, results/vm-2c),
+    chose the fastest in 92 of 128 cases, 116 within 10% (so: 102 and 122)."""
     s = max(per_core, 1.0)
     return np.array([s * s, s, s * s, s * s])
 
