@@ -21,6 +21,9 @@ busiest rank's time in that phase, median over repetitions; bench/spans.phase_su
 is explained, not only counted: per run a `phases` column, then the median and worst
 |pred/meas - 1| per phase over all runs.
 With --trace-overhead it also times square runs with and without --trace.
+With --replay CSV it runs nothing: the runs of a table it wrote are priced again under
+--profile with the model as the code now has it (what a change to the model or the calibration
+would have made of runs already measured), and summed up as a sweep is.
 With --cluster RPN --emulate-links PRESET every run is on an emulated cluster of P / RPN nodes
 (``--topology cluster:P/RPN,RPN``, messages between nodes held to the preset's latency and
 bandwidth) and the table adds the share of the time that is communication (1 - compute-only /
@@ -28,6 +31,7 @@ measured).
 """
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -43,7 +47,7 @@ from algorithms import ALGORITHMS, get  # noqa: E402
 from bench.files import save_csv_atomic  # noqa: E402
 from bench.launch import Launcher, run_argv  # noqa: E402
 from bench.machine import cores  # noqa: E402
-from bench.model import bytes_per_rank  # noqa: E402
+from bench.model import Profile, bytes_per_rank, predict, schedule  # noqa: E402
 
 SHAPES = {
     "square": (2048, 2048, 2048),
@@ -113,7 +117,11 @@ def main() -> None:
     p.add_argument("--out", default="results/model_accuracy.csv")
     p.add_argument("--cluster", type=int, metavar="RPN", help="emulated nodes of RPN ranks")
     p.add_argument("--emulate-links", metavar="PRESET", help="the network, with --cluster")
+    p.add_argument("--replay", metavar="CSV", help="price the runs of a stored table again")
     args = p.parse_args()
+    if args.replay:
+        report(replayed(Path(args.replay), Profile.load(args.profile)), args)
+        return
     profile = Path(args.profile).resolve()  # the runs start in ROOT
     if not profile.exists():
         print(f"calibrating on {cores()} ranks -> {profile}", file=sys.stderr, flush=True)
@@ -182,6 +190,32 @@ def main() -> None:
         )
     table = pd.DataFrame(rows)
     save_csv_atomic(args.out, table)
+    report(table, args)
+    if args.trace_overhead:
+        trace_overhead(args)
+
+
+def replayed(path: Path, profile) -> pd.DataFrame:
+    """A stored table (``--out``) with each run priced again under ``profile``: rank 0's
+    schedule of its plan, as `distmm run --profile` prices a run from native layouts on one
+    node (runs of emulated clusters are not replayed)."""
+    table = pd.read_csv(path)
+    predicted = []
+    for _, r in table.iterrows():
+        module, grid = get(r["algo"]), tuple(int(x) for x in r["grid"].split("x"))
+        # every algorithm's first option is its grid (T10's F_op)
+        plan = module.plan(SHAPES[r["shape"]], int(r["P"]), **{module.options[0].name: grid})
+        events = schedule(module, plan, 0, "float32")
+        predicted.append(predict(events, profile, "float32", int(r["P"]), P=plan.P).seconds)
+    table["predicted_s"] = predicted
+    table["pred/meas"] = table["predicted_s"] / table["measured_s"]
+    if "rounds_s" in table:
+        table["rounds_s"] = table["rounds_s"].map(json.loads)
+    return table.drop(columns=["phases"], errors="ignore")
+
+
+def report(table: pd.DataFrame, args) -> None:
+    """The table and its summary: errors overall, by P and by algorithm, the rounds' spread."""
     shown = table.drop(columns=["rounds_s"], errors="ignore")
     if "phases" in shown:
         shown["phases"] = shown["phases"].map(
@@ -200,10 +234,10 @@ def main() -> None:
         + ", ".join(f"{P} {v:.3f}" for P, v in err.groupby(table["P"]).median().items())
         + f"; median communication share {table['comm share'].median():.2f}"
     )
-    if args.rounds > 1:
+    if "rounds_s" in table:
         first = (table["predicted_s"] / table["rounds_s"].map(lambda s: s[0]) - 1).abs()
         print(
-            f"{args.rounds} rounds: the slowest round over the fastest, median "
+            f"{len(table['rounds_s'].iloc[0])} rounds: the slowest round over the fastest, median "
             f"{table['spread'].median():.2f}, over 1.3 in {int((table['spread'] > 1.3).sum())} "
             f"runs; the first round alone: median |pred/meas - 1| = {first.median():.3f}, "
             f"{int((first > 0.3).sum())} runs over 30%"
@@ -213,32 +247,35 @@ def main() -> None:
         "worst |pred/meas - 1| per algorithm: "
         + ", ".join(f"{a} {v:.3f}" for a, v in worst.items())
     )
-    if args.phases:
+    if "phases" in table:
         print_phase_errors(table)
-    if args.trace_overhead:
-        print("\ntracing overhead (square, median of runs):")
-        for P in (int(x) for x in args.ranks.split(",")):
-            for algo in ("summa", "cannon"):
-                if not get(algo).grids(P):
-                    continue
-                plain, traced = [], []
-                for _ in range(3):
-                    with tempfile.TemporaryDirectory() as d:
-                        shape = (2048, 2048, 2048)
-                        a = launch(P, run_argv(algo, shape, repeat=args.repeat, as_json=True))
-                        b = launch(
-                            P,
-                            run_argv(algo, shape, repeat=args.repeat, trace=d + "/t", as_json=True),
-                        )
-                        if a and b:
-                            plain.append(a["seconds"])
-                            traced.append(b["seconds"])
-                if plain:
-                    ov = statistics.median(traced) / statistics.median(plain) - 1
-                    print(
-                        f"  P={P} {algo}: {statistics.median(plain):.4f} s plain, "
-                        f"{statistics.median(traced):.4f} s traced, overhead {ov * 100:+.1f}%"
+
+
+def trace_overhead(args) -> None:
+    """Square runs timed with and without --trace, at each rank count of --ranks."""
+    print("\ntracing overhead (square, median of runs):")
+    for P in (int(x) for x in args.ranks.split(",")):
+        for algo in ("summa", "cannon"):
+            if not get(algo).grids(P):
+                continue
+            plain, traced = [], []
+            for _ in range(3):
+                with tempfile.TemporaryDirectory() as d:
+                    shape = (2048, 2048, 2048)
+                    a = launch(P, run_argv(algo, shape, repeat=args.repeat, as_json=True))
+                    b = launch(
+                        P,
+                        run_argv(algo, shape, repeat=args.repeat, trace=d + "/t", as_json=True),
                     )
+                    if a and b:
+                        plain.append(a["seconds"])
+                        traced.append(b["seconds"])
+            if plain:
+                ov = statistics.median(traced) / statistics.median(plain) - 1
+                print(
+                    f"  P={P} {algo}: {statistics.median(plain):.4f} s plain, "
+                    f"{statistics.median(traced):.4f} s traced, overhead {ov * 100:+.1f}%"
+                )
 
 
 if __name__ == "__main__":
