@@ -47,7 +47,7 @@ from algorithms import ALGORITHMS, get  # noqa: E402
 from bench.files import save_csv_atomic  # noqa: E402
 from bench.launch import Launcher, run_argv  # noqa: E402
 from bench.machine import cores  # noqa: E402
-from bench.model import Profile, bytes_per_rank, predict, schedule  # noqa: E402
+from bench.model import Profile, ProfileError, bytes_per_rank, predict, schedule  # noqa: E402
 
 SHAPES = {
     "square": (2048, 2048, 2048),
@@ -120,7 +120,12 @@ def main() -> None:
     p.add_argument("--replay", metavar="CSV", help="price the runs of a stored table again")
     args = p.parse_args()
     if args.replay:
-        report(replayed(Path(args.replay), Profile.load(args.profile)), args)
+        if args.cluster or not Path(args.replay).is_file():
+            p.error(f"--replay prices a table of runs on one node: {args.replay} is not one")
+        try:
+            report(replayed(Path(args.replay), Profile.load(args.profile)), args)
+        except ProfileError as err:
+            p.error(str(err))
         return
     profile = Path(args.profile).resolve()  # the runs start in ROOT
     if not profile.exists():
