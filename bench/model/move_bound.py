@@ -10,9 +10,10 @@ layouts' shapes alone, and :func:`overlap_bound` from the overlaps without the r
 phase cannot avoid (the moves in are one exchange, layouts/batch.py) as pairs_seconds prices
 it (Profile.alltoallv_seconds: a start, and per rank messages, bytes and bytes copied, the
 larger of the mean rank's and the busiest one's shared among the ranks on a core), and the
-two barriers of a run with moves where that price does not hold them (phase_end). On a real
-cluster's links (not emulated) messages may go between nodes, priced by the links: only the
-start and the copying are counted there.
+two barriers of a run with moves where that price does not hold them, as the exact price
+charges them (redistribution.ending_barriers). On a real cluster's links (not emulated)
+messages may go between nodes, priced by the links: only the start and the copying are
+counted there.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from layouts.endpoints import Move
 from layouts.redistribute import one_holder
 
 from .profile import Profile
-from .redistribution import phase_end
+from .redistribution import ending_barriers
 
 
 def shape_bound(
@@ -42,8 +43,7 @@ def shape_bound(
     if at.alltoallv is None:
         return _words_bound(all_moves, P, profile, itemsize, rpn, links)
     per_core = _per_core(profile, rpn)
-    seconds, ended = 0.0, 0  # phases whose price holds the barrier ending them (phase_end)
-    end, held = phase_end(P, profile, rpn, links)
+    seconds = []  # of each phase that moves
     for phase in _phases(all_moves):  # one exchange each (layouts/batch.py)
         messages = received = copied = 0.0
         moves_any = False
@@ -58,9 +58,8 @@ def shape_bound(
                 messages = max(messages, 1 / per_core, need / (P * most) - 1)
                 received += (need - P * most) / P * itemsize
         if moves_any:  # else some order may keep everything: nothing moves, nothing is priced
-            seconds += at.alltoallv_seconds((messages, received, copied))
-            ended += held
-    return seconds + (2 - ended) * end
+            seconds.append(at.alltoallv_seconds((messages, received, copied)))
+    return _ended(seconds, P, profile, rpn, links)
 
 
 def _phases(all_moves, overlaps=None) -> list[list[tuple]]:
@@ -100,8 +99,7 @@ def overlap_bound(
     if at.alltoallv is None:
         return _words_bound(all_moves, P, profile, itemsize, rpn, links)
     per_core = _per_core(profile, rpn)
-    seconds, ended = 0.0, 0  # phases whose price holds the barrier ending them (phase_end)
-    end, held = phase_end(P, profile, rpn, links)
+    seconds = []  # of each phase that moves
     for phase in _phases(all_moves, overlaps):  # one exchange each: a rank's parts add up
         receive, send, into, out_of, need, owned = (np.zeros(P) for _ in range(6))
         for m, (s, d, count, wanted) in phase:
@@ -123,9 +121,14 @@ def overlap_bound(
         if _local(links):
             loads = (_load(into, out_of, per_core), _load(receive, send, per_core) * itemsize)
         copied = max(2 * need.sum() / P, max(need.max(), owned.max()) / per_core) * itemsize
-        seconds += at.alltoallv_seconds((*loads, copied))
-        ended += held
-    return seconds + (2 - ended) * end
+        seconds.append(at.alltoallv_seconds((*loads, copied)))
+    return _ended(seconds, P, profile, rpn, links)
+
+
+def _ended(seconds: list[float], P: int, profile: Profile, rpn: int, links) -> float:
+    """The phases' ``seconds`` (those that move, at most two) and the barriers ending the phase
+    in and the repetition, as the exact price charges them (redistribution.ending_barriers)."""
+    return sum(seconds) + sum(ending_barriers(*(seconds + [0.0, 0.0])[:2], P, profile, rpn, links))
 
 
 def needed(layout, mesh) -> int:

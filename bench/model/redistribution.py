@@ -183,7 +183,7 @@ def move_seconds(
             out[phase] = transfer_seconds(sum(batch), itemsize, profile, ranks_per_node, links)
     if all_moves:
         P = all_moves[0].src_mesh.size
-        ends = _ends(
+        ends = ending_barriers(
             out["redistribute_in"], out["redistribute_out"], P, profile, ranks_per_node, links
         )
         out["redistribute_in"] += ends[0] + setup
@@ -256,7 +256,7 @@ def price_moves(
     if links is None and all(one_holder(m.src, m.src_mesh) for m in all_moves):
         args = (pi, P, profile, itemsize, ranks_per_node)
         (t_in, t_out), words = _by_sides(all_moves, overlaps, *args)
-        in_end, closing = _ends(t_in, t_out, P, profile, ranks_per_node, links)
+        in_end, closing = ending_barriers(t_in, t_out, P, profile, ranks_per_node, links)
         return MovePrice(t_in + in_end, t_out, words, ranks, saved, closing)
     keys: dict = {True: [], False: []}  # src * P + dst of the moves in and out
     counts: dict = {True: [], False: []}
@@ -278,13 +278,19 @@ def price_moves(
             src, dst, count = summed_pairs(keys[into], counts[into], P)
             args = (profile, itemsize, ranks_per_node, links)
             phases[into] = pairs_seconds(src, dst, count, P, *args)
-    in_end, closing = _ends(phases[True], phases[False], P, profile, ranks_per_node, links)
+    in_end, closing = ending_barriers(
+        phases[True], phases[False], P, profile, ranks_per_node, links
+    )
     return MovePrice(phases[True] + in_end, phases[False], words, ranks, saved, closing)
 
 
-def _ends(t_in: float, t_out: float, P: int, profile, ranks_per_node: int, links) -> tuple:
+def ending_barriers(
+    t_in: float, t_out: float, P: int, profile, ranks_per_node: int, links
+) -> tuple[float, float]:
     """Seconds of the barriers ending the phase in and the repetition after moves in and out
-    taking ``t_in`` and ``t_out`` (:func:`phase_end`: none where those moves' price holds it)."""
+    taking ``t_in`` and ``t_out`` (:func:`phase_end`: none where those moves' price holds it;
+    the rule is the same for both, so the bounds, bench/model/move_bound.py, may pass the
+    phases in either order)."""
     end, held = phase_end(P, profile, ranks_per_node, links)
     return tuple(0.0 if held and t > 0 else end for t in (t_in, t_out))
 
@@ -333,6 +339,7 @@ __all__ = [
     "pairs_seconds",
     "phase_barrier",
     "phase_end",
+    "ending_barriers",
     "plan_moves",
     "price_moves",
     "redistribution_seconds",
