@@ -123,7 +123,7 @@ def _best_first(
             heapq.heappush(heap, (bound, memory, i))
         elif not refined[i]:
             if ahead and jobs[i].prefetch is not None:
-                limit = bound + AHEAD_WITHIN * (bound - kernel[i].seconds)
+                limit = _ahead_limit(bound, kernel[i])
                 _walk_ahead(heap, walks, kernel, walked, low, limit, ahead)
             _prefetch(jobs, heap, (bound, memory, i), ahead, kernel, extra)
             refined[i] = True
@@ -139,6 +139,12 @@ def _best_first(
             if done == keep:
                 kth = bound
     return out
+
+
+def _ahead_limit(bound: float, kernel: Prediction) -> float:
+    """How far above a job's bound (its kernel exact, its extra bounded) the jobs worth
+    working on ahead lie: AHEAD_WITHIN times the bound on its extra."""
+    return bound + AHEAD_WITHIN * (bound - kernel.seconds)
 
 
 def _walk_ahead(heap, walks, kernel, walked, low, limit: float, ahead: int) -> None:
@@ -167,7 +173,7 @@ def _prefetch(jobs: Sequence[Job], heap: list, now: tuple, ahead: int, kernel, e
         return
     jobs[i].prefetch()
     if ahead:
-        limit = bound + AHEAD_WITHIN * (bound - kernel[i].seconds)
+        limit = _ahead_limit(bound, kernel[i])
         near = (e for e in sorted(heap) if e[0] <= limit)
         ready = (j for _, _, j in near if kernel[j] is not None and extra[j] is None)
         for j in itertools.islice(ready, ahead):
