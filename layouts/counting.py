@@ -170,6 +170,28 @@ def summed(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return keys[starts], np.add.reduceat(counts, starts)
 
 
+def group_max(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """out[g] (n entries, int64): the largest of the non-negative int ``values`` where
+    ``groups == g``, 0 where none. Each (group, value) is packed into one int64 and sorted, the
+    last of each group its largest: np.maximum.at took 20-40 ms on the 200 000-300 000 pairs
+    of a relabelling at P = 8192, this 7 (half of choosing its order)."""
+    groups, values = np.asarray(groups, np.int64), np.asarray(values, np.int64)
+    out = np.zeros(n, np.int64)
+    if groups.size == 0:
+        return out
+    shift = int(values.max()).bit_length()
+    if shift + int(groups.max()).bit_length() > 63 or values.min() < 0:
+        np.maximum.at(out, groups, values)
+        return out
+    packed = np.sort((groups << shift) | values)
+    group = packed >> shift
+    last = np.empty(packed.size, bool)
+    last[-1] = True
+    np.not_equal(group[1:], group[:-1], out=last[:-1])
+    out[group[last]] = packed[last] & ((1 << shift) - 1)
+    return out
+
+
 def _unique_rows(parts: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """np.unique(parts, axis=0) for non-negative int rows, with each one's summed ``weights``
     (int64): each row packed into one integer first (a 1-D unique sorts many times faster)."""
@@ -264,6 +286,7 @@ __all__ = [
     "pair_bound",
     "comm_order",
     "exchange_counts",
+    "group_max",
     "held_table",
     "holds",
     "overlap_counts",

@@ -1,7 +1,8 @@
 """A phase's per-rank loads summed per side once and looked up per rank order
 (bench/model/phase_loads.py) equal those of its pairs mapped to that order and summed afresh,
 and the model's price of a run's moves equals the one pricing every mapped pair; the packed
-summing of pairs (layouts.counting.summed) equals np.unique's."""
+summing of pairs (layouts.counting.summed) equals np.unique's, and the packed largest per
+group (layouts.counting.group_max) np.maximum.at's."""
 
 import json
 
@@ -13,7 +14,7 @@ from algorithms import get
 from bench.model import Profile, plan_moves, price_moves
 from bench.model.phase_loads import PhasePairs
 from bench.model.redistribution import _busiest, _per_rank, pairs_seconds, phase_end
-from layouts.counting import summed, summed_pairs
+from layouts.counting import group_max, summed, summed_pairs
 from layouts.endpoints import move_overlaps, user_layouts
 
 
@@ -36,6 +37,18 @@ def test_summed_equals_unique(seed):
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
     empty = summed(np.zeros(0, np.int64), np.zeros(0, np.int64))
     assert empty[0].size == 0 and empty[1].size == 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_group_max_equals_ufunc_at(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 50))
+    for high in (1 << 20, 1 << 58):  # packed into one int64, and too wide to pack
+        groups, values = rng.integers(0, n, 300), rng.integers(0, high, 300)
+        want = np.zeros(n, np.int64)
+        np.maximum.at(want, groups, values)
+        assert np.array_equal(group_max(groups, values, n), want)
+    assert np.array_equal(group_max(np.zeros(0, np.int64), np.zeros(0, np.int64), 3), [0, 0, 0])
 
 
 def _overlaps(P, n, rng):

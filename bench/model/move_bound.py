@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from layouts.counting import group_max
 from layouts.endpoints import Move
 from layouts.redistribute import one_holder
 
@@ -141,9 +142,7 @@ def needed(layout, mesh) -> int:
 def _side(rank, count, P: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per rank of one side of the pairs: (elements in all its pairs, its pairs, its largest)."""
     total = np.bincount(rank, count, minlength=P)
-    most = np.zeros(P, count.dtype)  # of the counts' type: ufunc.at's fast path, not a cast
-    np.maximum.at(most, rank, count)
-    return total, np.bincount(rank, minlength=P).astype(float), most
+    return total, np.bincount(rank, minlength=P).astype(float), group_max(rank, count, P)
 
 
 def _load(a: np.ndarray, b: np.ndarray, per_core: float) -> float:
