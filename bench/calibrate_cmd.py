@@ -34,6 +34,7 @@ from pathlib import Path
 from topology.costs import EAGER_LIMIT, collective_seconds
 
 from .calibration import (
+    PROBE_GEMM,
     collective_factors,
     collectives,
     copy_bandwidth,
@@ -42,6 +43,8 @@ from .calibration import (
     gemm_threads,
     pingpong,
     sleep_until_all,
+    speed_probe,
+    steadiness_text,
 )
 from .calibration_counts import at_each_count
 from .errors import UsageError
@@ -95,6 +98,7 @@ def main(args) -> int:
     if P > facts["cores"]:
         say(f"# warning: {P} ranks on {facts['cores']} cores: timings include time slicing")
 
+    first_probe = speed_probe(world)
     pp = pingpong(world, args.quick) if P >= 2 else []
     if pp:
         say("\n# point-to-point ping-pong, ranks 0 and 1 (one-way)")
@@ -194,6 +198,7 @@ def main(args) -> int:
             f"the model assumes perfect time slicing until then)"
         )
 
+    probes = [first_probe, *(c["probe"] for c in counts if "probe" in c), speed_probe(world)]
     profile = {
         "machine": {
             "host": platform.node(),
@@ -202,6 +207,7 @@ def main(args) -> int:
             "ranks": P,
             "mpi_library": facts["mpi_library"],
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "steadiness": {"gemm_n": PROBE_GEMM, "seconds": probes},
         },
         "p2p": {
             "small": {"alpha": small[0], "beta": small[1]},
@@ -220,6 +226,7 @@ def main(args) -> int:
     if rank == 0:
         write_json_atomic(out, profile, indent=1)
         _say_above_cores(say, counts, cores, gemm, threaded)
+        say("\n" + steadiness_text(probes))
         say(f"\nwrote {out}")
     world.Barrier()
     return 0

@@ -251,6 +251,63 @@ def sleep_until_all(world) -> None:
         time.sleep(0.005)
 
 
+PROBE_GEMM = 256  # the square GEMM rank 0 times alone at points through the calibration
+UNSTEADY = 1.2  # the slowest probe over the fastest beyond which calibrate warns
+
+
+def speed_probe(world) -> float:
+    """Seconds of one PROBE_GEMM^3 GEMM (the median of five) on rank 0 while the other ranks
+    sleep: a sample of the machine's speed now. Taken at points through the calibration, they
+    show whether it held still: on a VM sharing its host, 512^3 took 2.5 ms in some seconds
+    and 5.2 in others, and a profile timed so priced the runs of P = 9-16 1.46x too slow
+    (another, timed ten minutes before, 0.12 off)."""
+    from algorithms.local_gemm import gemm_rows
+
+    sleep_until_all(world)
+    seconds = 0.0
+    if world.Get_rank() == 0:
+        a, b, c, tmp = _square_operands(0, PROBE_GEMM)
+        gemm_rows(a, b, c, True, tmp)  # warm
+        laps = []
+        for _ in range(5):
+            t0 = now()
+            gemm_rows(a, b, c, True, tmp)
+            laps.append(now() - t0)
+        seconds = float(np.median(laps))
+    sleep_until_all(world)
+    return world.bcast(seconds, root=0)
+
+
+def steadiness_text(probes: list[float]) -> str:
+    """calibrate's line on its probes (:func:`speed_probe`), with a warning where the slowest
+    is UNSTEADY times the fastest or more."""
+    lo, hi = min(probes), max(probes)
+    text = (
+        f"# steadiness: a {PROBE_GEMM}^3 GEMM on one core, the others asleep, timed at "
+        f"{len(probes)} points of the calibration: {lo * 1e3:.3f} to {hi * 1e3:.3f} ms "
+        f"({hi / lo:.2f}x)"
+    )
+    if hi / lo >= UNSTEADY:
+        text += (
+            f"\n# warning: this machine's speed varied {hi / lo:.1f}x while calibrating (other "
+            "work on it, or a host sharing its cores): the profile's timings carry that noise, "
+            "and so do the predictions made with it; calibrate again when it is quiet"
+        )
+    return text
+
+
+def unsteady_note(meta: dict) -> str | None:
+    """A line for `distmm predict` and `plan` where the profile's machine (its "machine" facts,
+    Profile.meta) varied UNSTEADY times or more in speed while calibrate timed it, else None."""
+    probes = meta.get("steadiness", {}).get("seconds") or []
+    if len(probes) < 2 or min(probes) <= 0 or max(probes) / min(probes) < UNSTEADY:
+        return None
+    return (
+        f"note: the profile's machine varied {max(probes) / min(probes):.1f}x in speed while "
+        "it was calibrated: its timings, and these predictions, carry that noise"
+    )
+
+
 BUSY_GEMM = 1024  # the square GEMM every rank does at once (busy_gemm, oversubscription)
 
 

@@ -22,6 +22,7 @@ from .calibration import (
     oversubscription,
     pingpong,
     sleep_until_all,
+    speed_probe,
 )
 from .calibration_overlap import exposure
 
@@ -59,7 +60,7 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
     of a message posted before a GEMM the rank still pays ("exposed",
     bench.calibration_overlap.exposure). [{"ranks": g, "alpha", "beta", "alpha_large",
     "beta_large", "collective_factor": {kind: f}, "exposed": {kind: f}, "efficiency",
-    "gemm_shared", "alltoallv", "yielding"}].
+    "gemm_shared", "alltoallv", "yielding", "probe": bench.calibration.speed_probe before it}].
     Where MPI yields (the job has more ranks than cores) the ping-pong and factors give way to
     each collective timed on all g ranks (:func:`sliced_collectives`, "collectives"): the
     model fits those of every count above the cores together (Profile.at)."""
@@ -71,12 +72,14 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
         measured = sorted(set(measured[::3]) | set(measured[-1:]))
     out = []
     for g in measured:
+        probe = speed_probe(world)
         sub = world.Split(0 if rank < g else MPI.UNDEFINED, rank)
         entry = None
         if sub != MPI.COMM_NULL:
             yielding = world.Get_size() > cores  # bench/machine.py's MPI settings
             entry = _one_count(sub, quick, cores, messages=not yielding)
             entry["yielding"] = yielding
+            entry["probe"] = probe
             sub.Free()
         sleep_until_all(world)
         out.append(world.bcast(entry, root=0))

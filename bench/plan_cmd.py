@@ -38,6 +38,7 @@ import time
 
 from layouts.endpoints import label
 
+from .calibration import unsteady_note
 from .errors import UsageError
 from .launch import Launcher, add_launcher_arguments, stop_on_sigterm
 from .model import Profile
@@ -268,6 +269,9 @@ def main(args) -> int:
         print(candidate_table(hidden, {id(c): cands.index(c) + 1 for c in hidden}, header=False))
     print(recommendation(best))
     print(f"run it:  {best.command(shape, P, args.dtype, args.topology, emulate)}")
+    note = unsteady_note(profile.meta)
+    if note:
+        print(note)
     if close and measured is None:
         print(near_text(best, close))
     if measured is not None:

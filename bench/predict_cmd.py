@@ -18,6 +18,7 @@ import numpy as np
 
 from layouts.endpoints import label
 
+from .calibration import unsteady_note
 from .errors import UsageError
 from .model import (
     Profile,
@@ -69,7 +70,8 @@ def main(args) -> int:
     if args.topology.startswith("cluster:"):
         from .cluster import on_cluster as on
     record, text = on(args, module, plan, profile, rpn, started, users)
-    print(json.dumps(record) if args.json else text)
+    note = unsteady_note(profile.meta)
+    print(json.dumps(record) if args.json else text + (f"\n{note}" if note else ""))
     return 0
 
 

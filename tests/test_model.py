@@ -23,6 +23,26 @@ def test_profile_errors(tmp_path):
         Profile.load(bad)
 
 
+def test_a_profile_timed_on_an_unsteady_machine_says_so(profile_file):
+    """calibrate samples the machine's speed through its run (bench.calibration.speed_probe);
+    where the slowest sample is UNSTEADY times the fastest, predict and plan say that their
+    figures carry that noise, and say nothing where it held still or was not sampled."""
+    from bench.calibration import UNSTEADY, steadiness_text
+
+    assert "warning" not in steadiness_text([1e-3, 1.1e-3])
+    assert "varied 2.0x" in steadiness_text([1e-3, 2e-3, 1.5e-3])
+    args = ("--shape", "512,512,512", "--profile", str(profile_file))
+    data = json.loads(profile_file.read_text())
+    for probes, noted in (None, False), ([1e-3, 1.05e-3], False), ([1e-3, UNSTEADY * 1e-3], True):
+        if probes:
+            data["machine"]["steadiness"] = {"gemm_n": 256, "seconds": probes}
+        profile_file.write_text(json.dumps(data))
+        for cmd in (("predict", "summa", *args, "--P", "4"), ("plan", *args, "--P", "4")):
+            r = distmm(*cmd)
+            assert r.returncode == 0, r.stderr
+            assert ("in speed while it was calibrated" in r.stdout) == noted, cmd
+
+
 def _count(g, alpha, factor, yielding=False):
     return {
         "ranks": g,
@@ -431,6 +451,9 @@ def test_calibrate_trace_analyze(tmp_path):
     assert data["machine"]["ranks"] == 2 and data["p2p"]["large"]["beta"] > 0
     assert data["collectives"]["alltoall"] and data["collective_factor"]["alltoall"] > 0
     assert "# alltoall on 2 ranks" in r.stdout
+    # the machine's speed sampled before, at each count and after: spread printed and kept
+    probes = data["machine"]["steadiness"]["seconds"]
+    assert len(probes) == 3 and all(t > 0 for t in probes) and "# steadiness: " in r.stdout
     # GEMMs with every count of BLAS threads a run gives a rank on this node
     threads = {blas_threads(cores(), g) for g in range(1, cores() + 1)} - {1}
     assert set(data["gemm_threads"]) == {str(t) for t in threads}
@@ -507,6 +530,7 @@ def test_calibrate_up_to_measures_the_larger_counts_in_a_job_of_its_own(tmp_path
     assert data["gemm"]["float32"] and set(data["gemm_threads"]) == threads
     counts = data["counts"]
     assert [c["ranks"] for c in counts] == [2, 3]
+    assert len(data["machine"]["steadiness"]["seconds"]) == 4  # each count's in the other job
     for c in counts:
         assert ("collectives" in c) == (c["ranks"] > cores()) and c["efficiency"] > 0
         assert c["gemm_shared"][0] == 512 and c["gemm_shared"][1] > 0  # every count
