@@ -198,7 +198,8 @@ def main(args) -> int:
             f"the model assumes perfect time slicing until then)"
         )
 
-    probes = [first_probe, *(c["probe"] for c in counts if "probe" in c), speed_probe(world)]
+    timed = (c.get(k, ()) for c in counts for k in ("probes", "dropped_probes"))
+    probes = [first_probe, *(p for pair in timed for p in pair), speed_probe(world)]
     profile = {
         "machine": {
             "host": platform.node(),
@@ -227,6 +228,12 @@ def main(args) -> int:
         write_json_atomic(out, profile, indent=1)
         _say_above_cores(say, counts, cores, gemm, threaded)
         say("\n" + steadiness_text(probes))
+        again = [str(c["ranks"]) for c in counts if "dropped_probes" in c]
+        if again:
+            say(
+                "# measured again, having run in a slow spell (the measurement with the faster "
+                f"probes kept): rank counts {', '.join(again)}"
+            )
         say(f"\nwrote {out}")
     world.Barrier()
     return 0
