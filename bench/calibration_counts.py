@@ -38,6 +38,11 @@ SLICED_COLL_SIZES = (1 << 12, 1 << 18, 1 << 21)  # collectives timed above the c
 # before or after, against the fastest of the pass) is measured again: on a VM sharing its host,
 # counts 11 to 15 of one calibration ran 1.7-2.8x slower than the rest
 RETRY_SLOW = 1.25
+# ... unless more than this part of the counts were: then the machine swings all the time (the
+# same VM alternated between 0.32 and 0.6-1.0 ms for the probe's GEMM from one count to the
+# next, 12 of 15 counts were measured again and the calibration took 458 s, not 362), and a
+# second measurement is no steadier than the first: calibrate warns instead
+RETRY_MOST = 1 / 3
 
 
 def counts_measured(P: int) -> list[int]:
@@ -71,7 +76,8 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
     "probes": the machine's speed (bench.calibration.speed_probe) before and after the count
     was measured; a count whose probes were RETRY_SLOW times the fastest of the pass or more
     (measured in a slow spell of the machine) is measured once more at the end and the
-    measurement with the faster probes kept (the other's probes: "dropped_probes")."""
+    measurement with the faster probes kept (the other's probes: "dropped_probes"), where at
+    most RETRY_MOST of the counts were."""
     from mpi4py import MPI
 
     rank = world.Get_rank()
@@ -96,13 +102,20 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
     for g in measured:
         out.append(measure(g, probe))
         probe = out[-1]["probes"][-1]  # after one count, before the next
-    fastest = min((p for e in out for p in e["probes"]), default=0.0)
-    for i, g in enumerate(measured):
-        if max(out[i]["probes"]) >= RETRY_SLOW * fastest:
-            again = measure(g, speed_probe(world))
-            out[i], dropped = sorted((out[i], again), key=lambda e: max(e["probes"]))
-            out[i]["dropped_probes"] = dropped["probes"]
+    for i in to_measure_again([e["probes"] for e in out]):
+        again = measure(measured[i], speed_probe(world))
+        out[i], dropped = sorted((out[i], again), key=lambda e: max(e["probes"]))
+        out[i]["dropped_probes"] = dropped["probes"]
     return out
+
+
+def to_measure_again(probes: list[list[float]]) -> list[int]:
+    """Which counts (by their speed probes, before and after each) :func:`at_each_count`
+    measures again: those probed RETRY_SLOW times the fastest probe or more, unless more than
+    RETRY_MOST of them were (a machine that is always unsteady: none)."""
+    fastest = min((p for pair in probes for p in pair), default=0.0)
+    slow = [i for i, pair in enumerate(probes) if max(pair) >= RETRY_SLOW * fastest]
+    return [] if len(slow) > len(probes) * RETRY_MOST else slow
 
 
 def _count_iters(nbytes: int, quick: bool) -> tuple[int, int]:

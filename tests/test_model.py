@@ -43,6 +43,18 @@ def test_a_profile_timed_on_an_unsteady_machine_says_so(profile_file):
             assert ("in speed while it was calibrated" in r.stdout) == noted, cmd
 
 
+def test_counts_timed_in_a_slow_spell_are_measured_again():
+    """A rank count whose speed probes (before and after it) were 1.25x the fastest or more is
+    measured again, unless more than a third were: then the machine swings all the time."""
+    from bench.calibration_counts import to_measure_again
+
+    steady = [[1.0, 1.02]] * 6
+    assert to_measure_again(steady) == []
+    assert to_measure_again(steady[:4] + [[1.0, 1.3], [1.6, 1.0]]) == [4, 5]
+    assert to_measure_again(steady[:3] + [[1.0, 1.3], [1.6, 1.0], [1.4, 1.5]]) == []
+    assert to_measure_again([]) == []
+
+
 def _count(g, alpha, factor, yielding=False):
     return {
         "ranks": g,
