@@ -199,7 +199,8 @@ def main(args) -> int:
         )
 
     timed = (c.get(k, ()) for c in counts for k in ("probes", "dropped_probes"))
-    probes = [first_probe, *(p for pair in timed for p in pair), speed_probe(world)]
+    # one count's probe after it is the next one's before: each sample once
+    probes = list(dict.fromkeys([first_probe, *(p for t in timed for p in t), speed_probe(world)]))
     profile = {
         "machine": {
             "host": platform.node(),

@@ -259,8 +259,8 @@ def speed_probe(world) -> float:
     """Seconds of one PROBE_GEMM^3 GEMM (the median of five) on rank 0 while the other ranks
     sleep: a sample of the machine's speed now. Taken at points through the calibration, they
     show whether it held still: on a VM sharing its host, 512^3 took 2.5 ms in some seconds
-    and 5.2 in others, and a profile timed so priced the runs of P = 9-16 1.46x too slow
-    (another, timed ten minutes before, 0.12 off)."""
+    and 5.2 in others, and of two calibrations ten minutes apart one priced 15 runs at P = 9-16
+    a median 46% off, the other 12% (results/vm-2c-xeon)."""
     from algorithms.local_gemm import gemm_rows
 
     sleep_until_all(world)

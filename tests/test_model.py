@@ -544,7 +544,7 @@ def test_calibrate_up_to_measures_the_larger_counts_in_a_job_of_its_own(tmp_path
     assert [c["ranks"] for c in counts] == [2, 3]
     # the machine's speed before and after each count (and again for one measured twice)
     assert all(len(c["probes"]) == 2 for c in counts)
-    assert len(data["machine"]["steadiness"]["seconds"]) >= 6
+    assert len(data["machine"]["steadiness"]["seconds"]) >= 5  # each sample once
     for c in counts:
         assert ("collectives" in c) == (c["ranks"] > cores()) and c["efficiency"] > 0
         assert c["gemm_shared"][0] == 512 and c["gemm_shared"][1] > 0  # every count
