@@ -287,7 +287,7 @@ def steadiness_text(probes: list[float]) -> str:
         f"{len(probes)} points of the calibration: {lo * 1e3:.3f} to {hi * 1e3:.3f} ms "
         f"({hi / lo:.2f}x)"
     )
-    if hi / lo >= UNSTEADY:
+    if _spread(probes) >= UNSTEADY:
         text += (
             f"\n# warning: this machine's speed varied {hi / lo:.1f}x while calibrating (other "
             "work on it, or a host sharing its cores): the profile's timings carry that noise, "
@@ -299,13 +299,20 @@ def steadiness_text(probes: list[float]) -> str:
 def unsteady_note(meta: dict) -> str | None:
     """A line for `distmm predict` and `plan` where the profile's machine (its "machine" facts,
     Profile.meta) varied UNSTEADY times or more in speed while calibrate timed it, else None."""
-    probes = meta.get("steadiness", {}).get("seconds") or []
-    if len(probes) < 2 or min(probes) <= 0 or max(probes) / min(probes) < UNSTEADY:
+    spread = _spread(meta.get("steadiness", {}).get("seconds") or [])
+    if spread < UNSTEADY:
         return None
     return (
-        f"note: the profile's machine varied {max(probes) / min(probes):.1f}x in speed while "
-        "it was calibrated: its timings, and these predictions, carry that noise"
+        f"note: the profile's machine varied {spread:.1f}x in speed while it was calibrated: "
+        "its timings, and these predictions, carry that noise"
     )
+
+
+def _spread(probes: list[float]) -> float:
+    """The slowest of calibrate's speed probes over the fastest (1 where fewer than two)."""
+    if len(probes) < 2 or min(probes) <= 0:
+        return 1.0
+    return max(probes) / min(probes)
 
 
 BUSY_GEMM = 1024  # the square GEMM every rank does at once (busy_gemm, oversubscription)
