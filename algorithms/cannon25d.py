@@ -29,7 +29,7 @@ from topology import AbstractMesh
 
 from .cannon import cannon_steps
 from .plan import Plan, ceil_to, check_grid, check_shape
-from .spec import Algorithm, block_gemms
+from .spec import Algorithm, block_gemms, one_layer
 from .summa25d import WHAT, stated_cost
 from .summa25d import grids as layered_grids
 
@@ -83,6 +83,7 @@ ALGORITHM = Algorithm(
     multiply=multiply,
     stated_cost=stated_cost,  # summa25d's: the literature states one 2.5D bound for both
     gemms=block_gemms,
+    same_as=one_layer("cannon"),
 )
 
 if __name__ == "__main__":

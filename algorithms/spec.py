@@ -68,6 +68,16 @@ def panel_gemms(plan: Plan) -> tuple[tuple[int, int, int], ...]:
     return ((plan.A.block_shape[0], plan.params["panel"], plan.B.block_shape[1]),)
 
 
+def one_layer(algorithm: str) -> Callable[[tuple[int, ...]], tuple[str, tuple[int, ...]] | None]:
+    """Algorithm.same_as of a p x p x d algorithm that is ``algorithm`` on p x p where d = 1."""
+
+    def same_as(grid: tuple[int, ...]) -> tuple[str, tuple[int, ...]] | None:
+        p, q, d = grid
+        return (algorithm, (p, q)) if d == 1 else None
+
+    return same_as
+
+
 def blocks_memory(plan: Plan, itemsize: int) -> int:
     """Bytes one rank needs, roughly: its A, B and C blocks, plus the copies and double buffers
     the algorithms keep (4x the inputs, 3x the output)."""
@@ -97,6 +107,10 @@ class Algorithm:
     # bound prices those still to come (a loop whose messages alone lose stops at once); None:
     # none promised
     promised: Callable[[Plan, int], tuple[tuple[str, int, int, int, bool], ...]] | None = None
+    # (algorithm, grid) whose plan this one's on ``grid`` is, the same layouts and schedule
+    # (2.5D with one layer is the 2D algorithm), else None: the planner ranks that one alone,
+    # so one schedule is not offered under two names
+    same_as: Callable[[tuple[int, ...]], tuple[str, tuple[int, ...]] | None] | None = None
 
     @property
     def grid_option(self) -> Option:

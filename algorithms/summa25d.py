@@ -36,7 +36,7 @@ from layouts.builder import build, dev, mem
 from topology import AbstractMesh
 
 from .plan import Plan, ceil_to, check_grid, check_shape, exact_root
-from .spec import GRID, Algorithm, cube_side, panel_gemms
+from .spec import GRID, Algorithm, cube_side, one_layer, panel_gemms
 from .summa import PANEL, panel_width, summa_panels
 from .summa import prepare as summa_prepare
 from .summa import promised as summa_promised
@@ -119,6 +119,7 @@ ALGORITHM = Algorithm(
     stated_cost=stated_cost,
     gemms=panel_gemms,
     promised=promised,
+    same_as=one_layer("summa"),
 )
 
 if __name__ == "__main__":

@@ -305,6 +305,13 @@ def _paces(plan: Plan) -> list[int]:
 FOP = Option("fop", "operator partition F_op", type=tuple, length=3, metavar="m,k,n", is_grid=True)
 PACE = Option("pace", "rotating pace (K chunks per step)", candidates=_paces)
 
+
+def cannon_twin(fop: tuple[int, ...]) -> tuple[str, tuple[int, ...]] | None:
+    """Algorithm.same_as: F_op = [p, 1, p] is Cannon on p x p (its only pace is 1)."""
+    m, k, n = fop
+    return ("cannon", (m, n)) if k == 1 and m == n else None
+
+
 ALGORITHM = Algorithm(
     name=NAME,
     summary="T10 rTensor rotation for an operator partition F_op = [F_m, F_k, F_n]",
@@ -316,6 +323,7 @@ ALGORITHM = Algorithm(
     stated_cost=stated_cost,
     gemms=gemms,
     promised=promised,
+    same_as=cannon_twin,
 )
 
 if __name__ == "__main__":

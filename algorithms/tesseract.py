@@ -34,7 +34,7 @@ from layouts.builder import build, dev, mem
 from topology import AbstractMesh
 
 from .plan import Plan, ceil_to, check_grid, check_shape, exact_root
-from .spec import GRID, Algorithm, panel_gemms
+from .spec import GRID, Algorithm, one_layer, panel_gemms
 from .summa import PANEL, panel_width, summa_panels
 from .summa import prepare as summa_prepare
 from .summa import promised as summa_promised
@@ -97,6 +97,7 @@ ALGORITHM = Algorithm(
     prepare=summa_prepare,  # the same panel-major A and row-panel B as 2D SUMMA
     gemms=panel_gemms,
     promised=summa_promised,
+    same_as=one_layer("summa"),
 )
 
 if __name__ == "__main__":

@@ -102,13 +102,17 @@ class Candidate:
         }
 
 
-def _option_sets(algorithm, shape, P: int):
+def _option_sets(algorithm, shape, P: int, algos=()):
     """(options, plan with overlap) for every grid/F_op and every candidate of the other
     options; the plan is None unless all the others are at their defaults (then it is the one
-    planned to find their candidates)."""
+    planned to find their candidates). A grid on which the plan is that of another algorithm
+    among ``algos`` (Algorithm.same_as) is left to that one."""
     key = algorithm.grid_option.name
     others = [o for o in algorithm.options if not o.is_grid and o.candidates is not None]
     for g in algorithm.grids(P):
+        twin = algorithm.same_as(tuple(g)) if algorithm.same_as else None
+        if twin is not None and twin[0] in algos and twin[1] in map(tuple, get(twin[0]).grids(P)):
+            continue
         base = {key: tuple(g)}
         try:
             default = algorithm.plan(tuple(shape), P, overlap=True, **base)
@@ -177,11 +181,12 @@ def candidates(
     cands: list[Candidate] = []
     jobs: list[Job] = []
     prices: dict = {}  # one price per distinct operation, shared by every candidate
-    for algo in algos or ALGORITHMS:
+    algos = list(algos or ALGORITHMS)
+    for algo in algos:
         algorithm = get(algo)
         if not algorithm.grids(P):
             continue
-        for opts, on in _option_sets(algorithm, shape, P):
+        for opts, on in _option_sets(algorithm, shape, P, algos):
             states: dict = {}  # prepared state and symbolic comm, shared by overlap on and off
             try:  # overlap changes nothing of a plan but itself: its layouts are built once
                 on = on or algorithm.plan(tuple(shape), P, overlap=True, **opts)

@@ -3,6 +3,7 @@
 import json
 import time
 
+import pytest
 from launch import distmm
 
 from algorithms import ALGORITHMS, get
@@ -15,9 +16,12 @@ from layouts.endpoints import user_layouts
 
 
 def test_candidates_cover_every_algorithm_and_grid(profile_file):
+    """Every grid of every algorithm but those on which it is another's plan (Algorithm.same_as:
+    2.5D with one layer), which are that one's."""
     cands = candidates((256, 256, 256), 4, Profile.load(profile_file))
     for name in ALGORITHMS:
-        grids = {tuple(g) for g in get(name).grids(4)}
+        same_as = get(name).same_as or (lambda g: None)
+        grids = {tuple(g) for g in get(name).grids(4) if same_as(tuple(g)) is None}
         seen = {
             tuple(c.options.get("fop") or c.options.get("grid")) for c in cands if c.algo == name
         }
@@ -29,8 +33,8 @@ def test_candidates_cover_every_algorithm_and_grid(profile_file):
 
 
 def test_run_set_measures_distinct_predictions(profile_file):
-    # at 2x2, summa25d and tesseract (2x2x1) run SUMMA's schedule: predicted exactly alike,
-    # so `plan --run` measures something else next to the recommendation
+    # summa with and without overlap can be predicted exactly alike (nothing to hide behind):
+    # `plan --run` measures something else next to the recommendation
     cands = candidates((256, 256, 256), 4, Profile.load(profile_file))
     best = recommend(cands, None)
     runs = run_set(cands, best, 3)
@@ -38,15 +42,41 @@ def test_run_set_measures_distinct_predictions(profile_file):
     keys = [(c.seconds, c.kernel, c.redistribute, c.bytes_sent, c.words) for c in runs]
     assert len(set(keys)) == 3 and len({(c.algo, c.grid_text) for c in runs}) == 3
 
-    def one(algo, grid):
-        (c,) = [
-            c
-            for c in cands
-            if (c.algo, c.grid_text, c.overlap) == (algo, grid, True) and "panel" not in c.options
-        ]
-        return c
 
-    assert one("summa25d", "2x2x1").seconds == one("summa", "2x2").seconds
+@pytest.mark.parametrize("P", [4, 9, 16])
+@pytest.mark.parametrize("layouts", ["native", "cols", "block-cyclic:64"])
+def test_one_layer_is_the_2d_algorithm(profile_file, P, layouts):
+    """summa25d and tesseract on p x p x 1 are summa on p x p, cannon25d on p x p x 1 and t10 on
+    F_op p x 1 x p are cannon (their Algorithm.same_as), priced alike kernel and end to end,
+    so the planner ranks one name; asked for alone (``algos``), each is a candidate there."""
+    profile, shape = Profile.load(profile_file), (300, 520, 410)
+    users = user_layouts(dict.fromkeys("ABC", layouts), shape, P)
+
+    def priced(algo):  # t10 names its one pace (1) where cannon names none
+        cands = candidates(shape, P, profile, algos=[algo], users=users)
+        return {
+            (c.grid_text, c.overlap, c.options.get("panel")): (
+                c.seconds,
+                c.kernel,
+                c.redistribute,
+                c.bytes_sent,
+            )
+            for c in cands
+        }
+
+    p = int(P**0.5)
+    ones = {"summa25d": (p, p, 1), "tesseract": (p, p, 1), "cannon25d": (p, p, 1), "t10": (p, 1, p)}
+    text = {
+        name: ("F_op " if name == "t10" else "") + "x".join(map(str, g)) for name, g in ones.items()
+    }
+    for name, g in ones.items():
+        twin, grid = get(name).same_as(g)
+        mine = {k[1:]: v for k, v in priced(name).items() if k[0] == text[name]}
+        theirs = {k[1:]: v for k, v in priced(twin).items() if k[0] == "x".join(map(str, grid))}
+        assert mine and mine == theirs, name
+    every = {(c.algo, c.grid_text) for c in candidates(shape, P, profile, users=users)}
+    assert ("summa", f"{p}x{p}") in every and ("cannon", f"{p}x{p}") in every
+    assert not set(text.items()) & every
 
 
 def test_measure_in_rounds_runs_the_candidates_in_turn(profile_file):
