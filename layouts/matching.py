@@ -30,6 +30,8 @@ def max_matching(rows, cols, P: int) -> np.ndarray:
     if not key.size:
         return np.full(P, -1, np.int64)
     rows, cols = key // P, key % P
+    if key.size <= _SMALL_PAIRS:
+        return _augmenting(rows, cols, P)
     if key.size >= _TWINS_FROM:
         out = _by_twins(rows, cols, P)
         if out is not None:
@@ -46,6 +48,92 @@ def max_matching(rows, cols, P: int) -> np.ndarray:
     out = np.full(P, -1, np.int64)
     out[row_of[tail]] = col_of[head]
     return out
+
+
+# up to this many pairs (P <= 64 or so), matchings are found here, in Python, without SciPy:
+# importing scipy.sparse.csgraph took 0.2-0.7 s, on every rank of a run from the user's layouts
+# and in every small `distmm plan`, more than all their matchings
+_SMALL_PAIRS = 1 << 10
+_SMALL_RANKS = 64  # max_weight_matching: up to this many ranks a side, a dense assignment
+
+
+def _augmenting(rows, cols, P: int) -> np.ndarray:
+    """:func:`max_matching` of few pairs (sorted by row, each once): a greedy matching, then an
+    augmenting path from each row left out (Kuhn's; O(pairs) a path)."""
+    rows, cols = rows.tolist(), cols.tolist()
+    partners: dict[int, list[int]] = {}
+    for r, c in zip(rows, cols, strict=True):
+        partners.setdefault(r, []).append(c)
+    row_of: dict[int, int] = {}  # column -> its row
+    left = []
+    for r, cs in partners.items():
+        c = next((c for c in cs if c not in row_of), None)
+        if c is None:
+            left.append(r)
+        else:
+            row_of[c] = r
+
+    for root in left:  # a depth-first search for a free column, without recursion
+        stack, via, seen = [(root, iter(partners[root]))], [], set()
+        while stack:
+            r, untried = stack[-1]
+            c = next((c for c in untried if c not in seen), None)
+            if c is None:
+                stack.pop()
+                if via:  # the column that led to the row left
+                    via.pop()
+                continue
+            seen.add(c)
+            if c in row_of:  # on to the row holding c
+                stack.append((row_of[c], iter(partners[row_of[c]])))
+                via.append(c)
+                continue
+            # free: each row on the path takes the column that led past it, the last one c
+            for (on, _), taken in zip(stack, [*via, c], strict=True):
+                row_of[taken] = on
+            break
+    out = np.full(P, -1, np.int64)
+    for c, r in row_of.items():
+        out[r] = c
+    return out
+
+
+def _assignment(weight: np.ndarray) -> np.ndarray:
+    """col[i]: the column of row i in a maximum-weight assignment of every row of the n x m
+    ``weight`` (n <= m): the Hungarian method with potentials (O(n^2 m)), each step over a row
+    at once in NumPy."""
+    n, m = weight.shape
+    cost = np.zeros((n + 1, m + 1))
+    cost[1:, 1:] = weight.max(initial=0) - weight  # a minimum-cost assignment
+    u, v = np.zeros(n + 1), np.zeros(m + 1)
+    row = np.zeros(m + 1, np.int64)  # row[j]: the row on column j (0: none; column 0: the root)
+    way = np.zeros(m + 1, np.int64)
+    for i in range(1, n + 1):
+        row[0], j0 = i, 0
+        least = np.full(m + 1, np.inf)
+        used = np.zeros(m + 1, bool)
+        while row[j0]:
+            used[j0] = True
+            i0 = row[j0]
+            free = ~used
+            reduced = cost[i0] - u[i0] - v
+            better = free & (reduced < least)
+            least[better] = reduced[better]
+            way[better] = j0
+            j1 = int(np.argmin(np.where(free, least, np.inf)))
+            delta = least[j1]
+            u[row[used]] += delta
+            v[used] -= delta
+            least[free] -= delta
+            j0 = j1
+        while j0:
+            j1 = way[j0]
+            row[j0] = row[j1]
+            j0 = j1
+    col = np.empty(n, np.int64)
+    on = np.flatnonzero(row[1:]) + 1
+    col[row[on] - 1] = on - 1
+    return col
 
 
 # from this many pairs twins are looked for, and groups used where they are at most this part
@@ -162,12 +250,21 @@ def max_weight_matching(job, native, weight) -> tuple[np.ndarray, np.ndarray]:
     perfect matching's weight is its overlap plus n + m. Each row lists first the column of the
     perfect matching of spares (job rank to its spare, a native's spare to the native), so the
     Hopcroft-Karp check scipy runs first finds it in one greedy pass (no search to stall)."""
-    from scipy.sparse import csr_array
-    from scipy.sparse.csgraph import min_weight_full_bipartite_matching
-
     jobs, job = np.unique(job, return_inverse=True)
     natives, native = np.unique(native, return_inverse=True)
     n, m = jobs.size, natives.size
+    if max(n, m) <= _SMALL_RANKS:  # dense; no pair: no weight, left out after
+        dense = np.zeros((n, m))
+        np.add.at(dense, (job, native), weight)
+        if n <= m:
+            rows, cols = np.arange(n), _assignment(dense)
+        else:
+            rows, cols = _assignment(dense.T), np.arange(m)
+        real = dense[rows, cols] > 0
+        return jobs[rows[real]], natives[cols[real]]
+    from scipy.sparse import csr_array
+    from scipy.sparse.csgraph import min_weight_full_bipartite_matching
+
     by_job, by_native = np.argsort(job, kind="stable"), np.argsort(native, kind="stable")
     per_job, per_native = np.bincount(job, minlength=n) + 1, np.bincount(native, minlength=m) + 1
     indptr = np.concatenate([[0], np.cumsum(np.concatenate([per_job, per_native]))])

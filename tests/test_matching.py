@@ -22,12 +22,23 @@ def _check_maximum(rows, cols, P, out) -> None:
     assert matched.size == (maximum_bipartite_matching(graph, perm_type="column") >= 0).sum()
 
 
-@pytest.fixture(params=["twins", "alone"])
+@pytest.fixture(params=["small", "twins", "alone"])
 def twins(request, monkeypatch):
-    """Both ways: twins looked for on every graph, or never."""
+    """Every way: in Python as for few pairs, or by a flow with twins looked for on every graph,
+    or never."""
     import layouts.matching as matching
 
+    monkeypatch.setattr(matching, "_SMALL_PAIRS", 1 << 62 if request.param == "small" else -1)
     monkeypatch.setattr(matching, "_TWINS_FROM", 0 if request.param == "twins" else 1 << 62)
+    return request.param
+
+
+@pytest.fixture(params=["dense", "sparse"])
+def dense(request, monkeypatch):
+    """max_weight_matching both ways: a dense assignment here (few ranks), or SciPy's sparse one."""
+    import layouts.matching as matching
+
+    monkeypatch.setattr(matching, "_SMALL_RANKS", 1 << 62 if request.param == "dense" else 0)
     return request.param
 
 
@@ -84,6 +95,7 @@ def test_a_hash_collision_falls_back_to_every_rank_alone(monkeypatch):
     calls = []
     monkeypatch.setattr(matching, "_twins", careless)
     monkeypatch.setattr(matching, "_TWINS_FROM", 0)
+    monkeypatch.setattr(matching, "_SMALL_PAIRS", -1)
     rows, cols = np.array([0, 1, 2, 2]), np.array([1, 0, 2, 3])  # 0, 1 one partner, not the same
     grouped = matching._by_twins(rows, cols, 4)
     assert grouped[0] == 0 and grouped[1] == 1  # the groups' answer pairs 0 and 1 wrongly
@@ -96,7 +108,7 @@ def test_max_matching_of_no_pairs():
     assert max_matching(np.array([], np.int64), np.array([], np.int64), 3).tolist() == [-1] * 3
 
 
-def test_max_weight_matching_on_few_of_many_ranks():
+def test_max_weight_matching_on_few_of_many_ranks(dense):
     """Its graph is over the ranks its pairs name (a residual names few of P): the weight it
     keeps is linear_sum_assignment's on the dense matrix, its pairs are pairs given, each rank
     used once."""
@@ -123,6 +135,8 @@ def test_max_weight_matching_lists_the_spares_first(monkeypatch):
     import scipy.sparse.csgraph as csgraph
     from scipy.sparse import csr_array
 
+    import layouts.matching as matching
+
     real, seen = csgraph.min_weight_full_bipartite_matching, []
 
     def record(graph, maximize):
@@ -130,6 +144,7 @@ def test_max_weight_matching_lists_the_spares_first(monkeypatch):
         return real(graph, maximize=maximize)
 
     monkeypatch.setattr(csgraph, "min_weight_full_bipartite_matching", record)
+    monkeypatch.setattr(matching, "_SMALL_RANKS", 0)
     rng = np.random.default_rng(2)
     key = np.unique(rng.integers(0, 30, 200) * 20 + rng.integers(0, 20, 200))
     max_weight_matching(key // 20, key % 20, rng.integers(1, 9, key.size))
@@ -137,3 +152,37 @@ def test_max_weight_matching_lists_the_spares_first(monkeypatch):
     assert isinstance(graph, csr_array)
     first = graph.indices[graph.indptr[:-1]]
     assert sorted(first.tolist()) == list(range(graph.shape[0]))  # a perfect matching
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 7), (5, 9), (9, 5), (30, 30), (64, 40)])
+def test_dense_assignment_is_maximum(shape):
+    """The Hungarian method here (layouts.matching._assignment) keeps as much weight as SciPy's
+    linear_sum_assignment, every row on its own column, on matrices with many ties."""
+    from layouts.matching import _assignment
+
+    rng = np.random.default_rng(sum(shape))
+    for _ in range(5):
+        weight = rng.integers(0, 4, shape).astype(float)
+        if shape[0] > shape[1]:
+            rows, cols = _assignment(weight.T), np.arange(shape[1])
+        else:
+            rows, cols = np.arange(shape[0]), _assignment(weight)
+        assert np.unique(rows).size == rows.size and np.unique(cols).size == cols.size
+        best = linear_sum_assignment(weight, maximize=True)
+        assert weight[rows, cols].sum() == weight[best].sum()
+
+
+def test_small_matchings_need_no_scipy(profile_file):
+    """A plan at a few ranks relabels without importing SciPy (its import cost more than the
+    plan's matchings, on every rank of a run from the user's layouts)."""
+    code = (
+        "import sys; from bench.cli import main; "
+        f"main(['plan', '--shape', '300,520,410', '--P', '9', '--layouts', 'cols', "
+        f"'--profile', '{profile_file}']); "
+        "assert not [m for m in sys.modules if m.startswith('scipy')], 'scipy imported'"
+    )
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
