@@ -19,6 +19,9 @@
 #               then at 4 and 6 ($PLAN_RANKS: other sets), each set complete with its summary
 #               or cut by the clock; every case's runs in OUTDIR/plan_block.jsonl
 #   gemm_busy   GEMMs with every rank computing at once, three times (scripts/gemm_busy.py)
+#   moves       layout changes timed cold (as calibrate times them) and warm, against the
+#               profile's price, at 4, 8 and 16 ranks (scripts/moves_warmth.py): are runs'
+#               redistributions priced slow because calibrate's moves start out of the caches?
 #   messages    runs whose time is largely messages, overlapped and blocking, at 16 then 4 ranks
 #               ($MESSAGE_RANKS), priced with the profile (scripts/messages_accuracy.py; the
 #               records in OUTDIR/messages_RANKS.jsonl for --replay)
@@ -93,6 +96,7 @@ for name in "${stages[@]}"; do
       for lap in 1 2 3; do
         stage "gemm_busy_$lap" 10 mpiexec -n "$cores" "$PY" scripts/gemm_busy.py --profile "$prof"
       done ;;
+    moves) stage moves 10 mpiexec -n "$cores" "$PY" -u scripts/moves_warmth.py --profile "$prof" ;;
     messages)
       for ranks in ${MESSAGE_RANKS:-16 4}; do
         stage "messages_$ranks" 10 "$PY" -u scripts/messages_accuracy.py --profile "$prof" \

@@ -1,0 +1,114 @@
+"""Layout changes timed with the caches emptied first (as calibrate times them) and warm (the
+blocks just written, as a run's small blocks may still be), against the profile's price: is a
+redistribution priced slow because calibrate's moves start cold? Under mpiexec, the first g
+ranks alone (the others asleep) for each g of --counts.
+
+    mpiexec -n 16 .venv/bin/python scripts/moves_warmth.py [--counts 4,8,16] [--mib 0.25,1,4,16]
+        [--profile F]
+
+Rank 0 prints one line per (g, move, bytes a rank holds): the loads the model prices
+(messages, bytes sent, bytes copied: bench.model.redistribution.loads), the median seconds cold
+and warm (barrier to barrier, as calibrate and a run's phases time them; the least of two
+alternating rounds each), and with --profile the model's price (bench.model.redistribution.
+pairs_seconds, every rank on this node) and each time over it.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.calibration import sleep_until_all
+from bench.calibration_counts import A2AV_MOVES, _evicting
+from bench.machine import cores, start_mpi
+from bench.model import Profile
+from bench.model.redistribution import loads, pairs_seconds
+
+
+def timings(comm, nbytes: int, src_name: str, dst_name: str, n_cores: int) -> tuple | None:
+    """(loads, (sources, destinations, elements), cold seconds, warm seconds) of one move on
+    ``comm``; None where it moves nothing between ranks."""
+    from mpi4py import MPI
+
+    from layouts.counting import exchange_counts
+    from layouts.direct import direct, release
+    from layouts.endpoints import user_layout
+    from layouts.transfer import transfer
+
+    g = comm.Get_size()
+    n = int((nbytes * g / 4) ** 0.5)
+    (src, smesh), (dst, dmesh) = (user_layout(x, (n, n), g) for x in (src_name, dst_name))
+    counts = exchange_counts(src, smesh, dst, dmesh)
+    s, d = np.nonzero(counts)
+    if (s == d).all():
+        return None
+    move = direct(transfer(src, smesh, dst, dmesh, comm), comm, np.float32)
+    block = np.ones(src.block_shape, np.float32)
+    evict = _evicting(comm) if g <= n_cores else (lambda: None)
+    best = {"cold": np.inf, "warm": np.inf}
+    for _ in range(2):  # rounds, cold and warm in turn
+        for mode in best:
+            laps = []
+            for _ in range(8):
+                if mode == "cold":
+                    evict()
+                comm.Barrier()
+                t0 = MPI.Wtime()
+                move(block, comm, True)
+                comm.Barrier()
+                laps.append(MPI.Wtime() - t0)
+            best[mode] = min(best[mode], float(np.median(laps[1:])))
+    release(move)
+    load = loads(s, d, counts[s, d], g, 4, max(g / n_cores, 1.0))
+    pairs = (s, d, counts[s, d])
+    return load, pairs, comm.bcast(best["cold"], root=0), comm.bcast(best["warm"], root=0)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--counts", default="4,8,16", help="rank counts (at most the job's)")
+    ap.add_argument("--mib", default="0.25,1,4,16", help="MiB of the matrix each rank holds")
+    ap.add_argument("--profile", help="machine profile: print its price beside each time")
+    args = ap.parse_args()
+    MPI, _ = start_mpi()
+    world = MPI.COMM_WORLD
+    profile = Profile.load(args.profile) if args.profile else None
+    n_cores = cores()
+    root = world.Get_rank() == 0
+    if root:
+        print(
+            f"{'ranks':>5} {'move':<22}{'MiB':>6}{'msgs':>6}{'sent MiB':>9}{'copied MiB':>11}"
+            f"{'cold ms':>9}{'warm ms':>9}{'model ms':>9}{'cold/mod':>9}{'warm/mod':>9}",
+            flush=True,
+        )
+    for g in (int(x) for x in args.counts.split(",")):
+        if g > world.Get_size():
+            continue
+        sub = world.Split(0 if world.Get_rank() < g else MPI.UNDEFINED, world.Get_rank())
+        for nbytes in (int(float(x) * 2**20) for x in args.mib.split(",")):
+            for src_name, dst_name in A2AV_MOVES:
+                got = None
+                if sub != MPI.COMM_NULL:
+                    got = timings(sub, nbytes, src_name, dst_name, n_cores)
+                sleep_until_all(world)
+                if not root or got is None:
+                    continue
+                load, pairs, cold, warm = got
+                model = pairs_seconds(*pairs, g, profile, 4, g) if profile else float("nan")
+                print(
+                    f"{g:>5} {src_name + ' -> ' + dst_name:<22}{nbytes / 2**20:>6.2f}"
+                    f"{load[0]:>6.0f}{load[1] / 2**20:>9.2f}{load[2] / 2**20:>11.2f}"
+                    f"{cold * 1e3:>9.3f}{warm * 1e3:>9.3f}{model * 1e3:>9.3f}"
+                    f"{cold / model:>9.2f}{warm / model:>9.2f}",
+                    flush=True,
+                )
+        if sub != MPI.COMM_NULL:
+            sub.Free()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
