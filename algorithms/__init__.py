@@ -51,3 +51,10 @@ def get(name: str) -> Algorithm:
     if name not in registry:
         raise PlanError(f"unknown algorithm {name!r} (choose from {', '.join(registry)})")
     return registry[name]
+
+
+def left_to_twin(algorithm: Algorithm, grid, P: int, among) -> bool:
+    """Whether ``algorithm``'s plan on ``grid`` is that of another algorithm of ``among`` on a
+    grid it admits at P (Algorithm.same_as): the planner ranks that one instead."""
+    twin = algorithm.same_as(tuple(grid)) if algorithm.same_as else None
+    return twin is not None and twin[0] in among and twin[1] in map(tuple, get(twin[0]).grids(P))

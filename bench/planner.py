@@ -12,7 +12,7 @@ from functools import partial
 
 import numpy as np
 
-from algorithms import ALGORITHMS, get
+from algorithms import ALGORITHMS, get, left_to_twin
 from algorithms.plan import PlanError
 
 from .errors import UsageError
@@ -103,16 +103,12 @@ class Candidate:
 
 
 def _option_sets(algorithm, shape, P: int, algos=()):
-    """(options, plan with overlap) for every grid/F_op and every candidate of the other
-    options; the plan is None unless all the others are at their defaults (then it is the one
-    planned to find their candidates). A grid on which the plan is that of another algorithm
-    among ``algos`` (Algorithm.same_as) is left to that one."""
+    """(options, plan with overlap) for every grid/F_op (but those left to a twin in ``algos``)
+    and every candidate of the other options; the plan is None unless all the others are at
+    their defaults (then it is the one planned to find their candidates)."""
     key = algorithm.grid_option.name
     others = [o for o in algorithm.options if not o.is_grid and o.candidates is not None]
-    for g in algorithm.grids(P):
-        twin = algorithm.same_as(tuple(g)) if algorithm.same_as else None
-        if twin is not None and twin[0] in algos and twin[1] in map(tuple, get(twin[0]).grids(P)):
-            continue
+    for g in [g for g in algorithm.grids(P) if not left_to_twin(algorithm, g, P, algos)]:
         base = {key: tuple(g)}
         try:
             default = algorithm.plan(tuple(shape), P, overlap=True, **base)
@@ -181,12 +177,11 @@ def candidates(
     cands: list[Candidate] = []
     jobs: list[Job] = []
     prices: dict = {}  # one price per distinct operation, shared by every candidate
-    algos = list(algos or ALGORITHMS)
-    for algo in algos:
+    for algo in algos or ALGORITHMS:
         algorithm = get(algo)
         if not algorithm.grids(P):
             continue
-        for opts, on in _option_sets(algorithm, shape, P, algos):
+        for opts, on in _option_sets(algorithm, shape, P, algos or ALGORITHMS):
             states: dict = {}  # prepared state and symbolic comm, shared by overlap on and off
             try:  # overlap changes nothing of a plan but itself: its layouts are built once
                 on = on or algorithm.plan(tuple(shape), P, overlap=True, **opts)
