@@ -30,8 +30,10 @@ def max_matching(rows, cols, P: int) -> np.ndarray:
     if not key.size:
         return np.full(P, -1, np.int64)
     rows, cols = key // P, key % P
-    if key.size <= _SMALL_PAIRS:
-        return _augmenting(rows, cols, P)
+    if key.size <= _SMALL_PAIRS and P < _SMALL_BELOW:
+        out = _augmenting(rows, cols, P)
+        if out is not None:
+            return out
     if key.size >= _TWINS_FROM:
         out = _by_twins(rows, cols, P)
         if out is not None:
@@ -50,16 +52,22 @@ def max_matching(rows, cols, P: int) -> np.ndarray:
     return out
 
 
-# up to this many pairs (P <= 64 or so), matchings are found here, in Python, without SciPy:
-# importing scipy.sparse.csgraph took 0.2-0.7 s, on every rank of a run from the user's layouts
-# and in every small `distmm plan`, more than all their matchings
-_SMALL_PAIRS = 1 << 10
-_SMALL_RANKS = 64  # max_weight_matching: up to this many ranks a side, a dense assignment
+# below this many ranks, up to this many pairs, and while the search stays within _SMALL_STEPS,
+# matchings are found here, in Python, without SciPy: importing scipy.sparse.csgraph took
+# 0.2-0.7 s, on every rank of a run from the user's layouts and in every `distmm plan` below
+# 1024 ranks, more than all their matchings (those from 1024 ranks import it in their workers,
+# bench/plan_workers.py, and a flow is 2-60 times faster than the search here on larger graphs)
+_SMALL_BELOW = 1024
+_SMALL_PAIRS = 1 << 16
+_SMALL_STEPS = 1 << 17  # pairs looked at by the augmenting paths (about 50 ms), else SciPy's
+_SMALL_RANKS = 128  # max_weight_matching: up to this many ranks a side, a dense assignment,
+_DENSE_STEPS = 1 << 21  # while its columns looked at stay within this (about 50 ms)
 
 
-def _augmenting(rows, cols, P: int) -> np.ndarray:
+def _augmenting(rows, cols, P: int) -> np.ndarray | None:
     """:func:`max_matching` of few pairs (sorted by row, each once): a greedy matching, then an
-    augmenting path from each row left out (Kuhn's; O(pairs) a path)."""
+    augmenting path from each row left out (Kuhn's; O(pairs) a path); None once the paths have
+    looked at _SMALL_STEPS pairs (a graph that needs a real algorithm)."""
     rows, cols = rows.tolist(), cols.tolist()
     partners: dict[int, list[int]] = {}
     for r, c in zip(rows, cols, strict=True):
@@ -73,19 +81,27 @@ def _augmenting(rows, cols, P: int) -> np.ndarray:
         else:
             row_of[c] = r
 
+    steps = 0  # pairs looked at
     for root in left:  # a depth-first search for a free column, without recursion
-        stack, via, seen = [(root, iter(partners[root]))], [], set()
+        stack, via, seen = [[root, 0]], [], set()
         while stack:
-            r, untried = stack[-1]
-            c = next((c for c in untried if c not in seen), None)
-            if c is None:
+            steps += 1
+            if steps > _SMALL_STEPS:
+                return None
+            top = stack[-1]
+            r, i = top
+            if i == len(partners[r]):  # every partner tried: back to the row before
                 stack.pop()
-                if via:  # the column that led to the row left
+                if via:
                     via.pop()
+                continue
+            top[1] += 1
+            c = partners[r][i]
+            if c in seen:
                 continue
             seen.add(c)
             if c in row_of:  # on to the row holding c
-                stack.append((row_of[c], iter(partners[row_of[c]])))
+                stack.append([row_of[c], 0])
                 via.append(c)
                 continue
             # free: each row on the path takes the column that led past it, the last one c
@@ -98,21 +114,25 @@ def _augmenting(rows, cols, P: int) -> np.ndarray:
     return out
 
 
-def _assignment(weight: np.ndarray) -> np.ndarray:
+def _assignment(weight: np.ndarray) -> np.ndarray | None:
     """col[i]: the column of row i in a maximum-weight assignment of every row of the n x m
     ``weight`` (n <= m): the Hungarian method with potentials (O(n^2 m)), each step over a row
-    at once in NumPy."""
+    at once in NumPy; None once its steps have looked at _DENSE_STEPS columns."""
     n, m = weight.shape
     cost = np.zeros((n + 1, m + 1))
     cost[1:, 1:] = weight.max(initial=0) - weight  # a minimum-cost assignment
     u, v = np.zeros(n + 1), np.zeros(m + 1)
     row = np.zeros(m + 1, np.int64)  # row[j]: the row on column j (0: none; column 0: the root)
     way = np.zeros(m + 1, np.int64)
+    budget = _DENSE_STEPS // (m + 1)
     for i in range(1, n + 1):
         row[0], j0 = i, 0
         least = np.full(m + 1, np.inf)
         used = np.zeros(m + 1, bool)
         while row[j0]:
+            budget -= 1
+            if budget < 0:
+                return None
             used[j0] = True
             i0 = row[j0]
             free = ~used
@@ -256,12 +276,11 @@ def max_weight_matching(job, native, weight) -> tuple[np.ndarray, np.ndarray]:
     if max(n, m) <= _SMALL_RANKS:  # dense; no pair: no weight, left out after
         dense = np.zeros((n, m))
         np.add.at(dense, (job, native), weight)
-        if n <= m:
-            rows, cols = np.arange(n), _assignment(dense)
-        else:
-            rows, cols = _assignment(dense.T), np.arange(m)
-        real = dense[rows, cols] > 0
-        return jobs[rows[real]], natives[cols[real]]
+        found = _assignment(dense) if n <= m else _assignment(dense.T)
+        if found is not None:
+            rows, cols = (np.arange(n), found) if n <= m else (found, np.arange(m))
+            real = dense[rows, cols] > 0
+            return jobs[rows[real]], natives[cols[real]]
     from scipy.sparse import csr_array
     from scipy.sparse.csgraph import min_weight_full_bipartite_matching
 

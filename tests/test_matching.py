@@ -22,23 +22,27 @@ def _check_maximum(rows, cols, P, out) -> None:
     assert matched.size == (maximum_bipartite_matching(graph, perm_type="column") >= 0).sum()
 
 
-@pytest.fixture(params=["small", "twins", "alone"])
+@pytest.fixture(params=["small", "cut", "twins", "alone"])
 def twins(request, monkeypatch):
-    """Every way: in Python as for few pairs, or by a flow with twins looked for on every graph,
-    or never."""
+    """Every way: in Python as for few pairs (or begun so, its step budget spent at once), or
+    by a flow with twins looked for on every graph, or never."""
     import layouts.matching as matching
 
-    monkeypatch.setattr(matching, "_SMALL_PAIRS", 1 << 62 if request.param == "small" else -1)
+    small = request.param in ("small", "cut")
+    monkeypatch.setattr(matching, "_SMALL_PAIRS", 1 << 62 if small else -1)
+    monkeypatch.setattr(matching, "_SMALL_STEPS", 0 if request.param == "cut" else 1 << 62)
     monkeypatch.setattr(matching, "_TWINS_FROM", 0 if request.param == "twins" else 1 << 62)
     return request.param
 
 
-@pytest.fixture(params=["dense", "sparse"])
+@pytest.fixture(params=["dense", "cut", "sparse"])
 def dense(request, monkeypatch):
-    """max_weight_matching both ways: a dense assignment here (few ranks), or SciPy's sparse one."""
+    """max_weight_matching every way: a dense assignment here (few ranks; or begun so, its step
+    budget spent at once), or SciPy's sparse one."""
     import layouts.matching as matching
 
-    monkeypatch.setattr(matching, "_SMALL_RANKS", 1 << 62 if request.param == "dense" else 0)
+    monkeypatch.setattr(matching, "_SMALL_RANKS", 0 if request.param == "sparse" else 1 << 62)
+    monkeypatch.setattr(matching, "_DENSE_STEPS", 0 if request.param == "cut" else 1 << 62)
     return request.param
 
 
