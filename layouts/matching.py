@@ -7,7 +7,9 @@ and C from `rows` into T10 F_op 32x4x64 at P = 8192 ran for over 11 minutes). Ra
 partners are the same set (twins: from 1-D layouts, 8192 job ranks had 128 distinct sets) are
 one vertex with a capacity, so such graphs shrink by the twins' number before the flow.
 :func:`max_weight_matching` (the most weight) is scipy's sparse assignment, set up so that the
-Hopcroft-Karp it runs first has nothing to search.
+Hopcroft-Karp it runs first has nothing to search. Small graphs (below 1024 ranks, where the
+search stays short; up to 128 ranks a side for weights) are matched here in Python and NumPy
+first: importing SciPy's graph routines costs more than all of a small plan's or run's matchings.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ def max_matching(rows, cols, P: int) -> np.ndarray:
     joined wherever a pair of members is, and each group's flow goes to its members in turn.
     Were ranks of different partners taken for twins, the groups' graph would only gain pairs
     (its flow is still at least a maximum matching), and the matching is checked pair by pair:
-    if one is not a pair, the flow runs again without groups."""
+    if one is not a pair, the flow runs again without groups. Few pairs below _SMALL_BELOW
+    ranks: :func:`_augmenting` first."""
     key = np.sort(np.asarray(rows, np.int64) * P + cols)  # by row, then column; pairs once
     key = key[np.append(True, key[1:] != key[:-1])[: key.size]]
     if not key.size:
@@ -269,7 +272,9 @@ def max_weight_matching(job, native, weight) -> tuple[np.ndarray, np.ndarray]:
     job's spare wherever the pair is an edge. Every edge weighs 1 more than its overlap, so each
     perfect matching's weight is its overlap plus n + m. Each row lists first the column of the
     perfect matching of spares (job rank to its spare, a native's spare to the native), so the
-    Hopcroft-Karp check scipy runs first finds it in one greedy pass (no search to stall)."""
+    Hopcroft-Karp check scipy runs first finds it in one greedy pass (no search to stall).
+    Up to _SMALL_RANKS ranks a side, :func:`_assignment` on the dense matrix first (pairs of
+    no weight left out after: every pair given weighs more)."""
     jobs, job = np.unique(job, return_inverse=True)
     natives, native = np.unique(native, return_inverse=True)
     n, m = jobs.size, natives.size
