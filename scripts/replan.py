@@ -1,8 +1,8 @@
 """Stored planner runs priced again under a profile (and the model as the code now has it):
 what a change to the model or the calibration would have made of runs already measured.
 
-    .venv/bin/python scripts/replan.py --records plan_block.jsonl --profile profile.json
-        [--layouts block]
+    .venv/bin/python scripts/replan.py --records plan_block.jsonl [more.jsonl ...]
+        --profile profile.json [--layouts block]
 
 The records are ``scripts/plan_accuracy.py --records``'s JSON lines: each case's candidates
 as they were run, with their measured timings. Every case is planned again (the same
@@ -27,13 +27,15 @@ from layouts.endpoints import user_layouts
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", required=True, help="plan_accuracy.py --records FILE")
+    ap.add_argument(
+        "--records", required=True, nargs="+", help="plan_accuracy.py --records FILE(s)"
+    )
     ap.add_argument("--profile", required=True)
     ap.add_argument("--layouts", default="block", help="the layouts the runs started from")
     args = ap.parse_args()
     profile = Profile.load(args.profile)
     cases: dict[str, list[dict]] = {}
-    for line in Path(args.records).read_text().splitlines():
+    for line in (ln for f in args.records for ln in Path(f).read_text().splitlines()):
         run = json.loads(line)
         if run["runs"]:
             cases.setdefault(run["case"], []).append(run)
