@@ -175,7 +175,7 @@ def gemm_rates(world, quick: bool, cores: int) -> dict[str, list[list[float]]]:
 # their one-thread times); quick: 320^3 alone (a share for every shape). Without 320 a 512-wide
 # GEMM's share was interpolated from 96 and 1024: 2048x512x512 with 4 threads priced 1.33x what
 # it took on a lent 16-core machine; with 2 threads here, ten shapes between the grid's points
-# priced a median 12% off without 320 (4096x256x1024 1.34x, 2048x512x512 1.31x), 7.5% with it
+# priced a median 12% off without 320 (4096x256x1024 1.34x, 2048x512x512 1.31x), 7% with it
 # (1.04x and 0.95x; 64 shapes per thread count instead of 27, about 2 s more each)
 THREAD_GRID = (96, 320, 1024, 3072)
 
