@@ -4,6 +4,8 @@ bench/model/profile.Profile.at prices a run of that many ranks with."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 
 import numpy as np
@@ -56,6 +58,22 @@ def counts_measured(P: int) -> list[int]:
     return sorted(counts | ({P} if P >= 2 else set()))
 
 
+@contextmanager
+def alone(world, g: int) -> Iterator:
+    """The first ``g`` ranks of ``world`` as a communicator of their own (None on the others,
+    which sleep, as if not launched, until the measurement in the block is done everywhere)."""
+    from mpi4py import MPI
+
+    rank = world.Get_rank()
+    sub = world.Split(0 if rank < g else MPI.UNDEFINED, rank)
+    try:
+        yield None if sub == MPI.COMM_NULL else sub
+    finally:
+        if sub != MPI.COMM_NULL:
+            sub.Free()
+    sleep_until_all(world)
+
+
 def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
     """For each rank count g (:func:`counts_measured`), the first g ranks alone (the others
     asleep, as if not launched): the alpha-beta fits of a ping-pong between ranks 0 and 1 while
@@ -78,22 +96,17 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
     (measured in a slow spell of the machine) is measured once more at the end and the
     measurement with the faster probes kept (the other's probes: "dropped_probes"), where at
     most RETRY_MOST of the counts were."""
-    from mpi4py import MPI
-
-    rank = world.Get_rank()
     measured = [g for g in counts_measured(world.Get_size()) if g >= least]
     if quick:
         measured = sorted(set(measured[::3]) | set(measured[-1:]))
 
     def measure(g: int, before: float) -> dict:
-        sub = world.Split(0 if rank < g else MPI.UNDEFINED, rank)
         entry = None
-        if sub != MPI.COMM_NULL:
-            yielding = world.Get_size() > cores  # bench/machine.py's MPI settings
-            entry = _one_count(sub, quick, cores, messages=not yielding)
-            entry["yielding"] = yielding
-            sub.Free()
-        sleep_until_all(world)
+        with alone(world, g) as sub:
+            if sub is not None:
+                yielding = world.Get_size() > cores  # bench/machine.py's MPI settings
+                entry = _one_count(sub, quick, cores, messages=not yielding)
+                entry["yielding"] = yielding
         entry = world.bcast(entry, root=0)  # every rank decides alike from rank 0's
         entry["probes"] = [before, speed_probe(world)]
         return entry

@@ -14,8 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.calibration import busy_gemm, sleep_until_all
-from bench.calibration_counts import counts_measured
+from bench.calibration import busy_gemm
+from bench.calibration_counts import alone, counts_measured
 from bench.machine import cores, start_mpi
 from bench.model import Profile
 
@@ -25,22 +25,18 @@ def main() -> int:
     ap.add_argument("--sizes", default="512,1024")
     ap.add_argument("--profile", help="machine profile: print its price beside each time")
     args = ap.parse_args()
-    MPI, _ = start_mpi()
-    world = MPI.COMM_WORLD
+    world = start_mpi()[0].COMM_WORLD
     profile = Profile.load(args.profile) if args.profile else None
     n_cores = cores()
     if world.Get_rank() == 0:
         print(f"{'ranks':>6}{'n':>6}{'seconds':>12}{'model':>12}{'ratio':>8}", flush=True)
     for g in [1, *counts_measured(world.Get_size())]:
-        sub = world.Split(0 if world.Get_rank() < g else MPI.UNDEFINED, world.Get_rank())
         for n in map(int, args.sizes.split(",")):
-            seconds = busy_gemm(sub, n_cores, False, n)[1] if sub != MPI.COMM_NULL else None
-            sleep_until_all(world)
+            with alone(world, g) as sub:
+                seconds = busy_gemm(sub, n_cores, False, n)[1] if sub is not None else None
             if world.Get_rank() == 0:
                 model = profile.at(g).gemm_seconds(n, n, n, "float32") if profile else float("nan")
                 print(f"{g:>6}{n:>6}{seconds:>12.6f}{model:>12.6f}{seconds / model:>8.2f}")
-        if sub != MPI.COMM_NULL:
-            sub.Free()
     return 0
 
 

@@ -21,8 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.calibration import sleep_until_all
-from bench.calibration_counts import A2AV_MOVES, _evicting
+from bench.calibration_counts import A2AV_MOVES, _evicting, alone
 from bench.machine import cores, start_mpi
 from bench.model import Profile
 from bench.model.redistribution import loads, pairs_seconds
@@ -73,8 +72,7 @@ def main() -> int:
     ap.add_argument("--mib", default="0.25,1,4,16", help="MiB of the matrix each rank holds")
     ap.add_argument("--profile", help="machine profile: print its price beside each time")
     args = ap.parse_args()
-    MPI, _ = start_mpi()
-    world = MPI.COMM_WORLD
+    world = start_mpi()[0].COMM_WORLD
     profile = Profile.load(args.profile) if args.profile else None
     n_cores = cores()
     root = world.Get_rank() == 0
@@ -87,13 +85,14 @@ def main() -> int:
     for g in (int(x) for x in args.counts.split(",")):
         if g > world.Get_size():
             continue
-        sub = world.Split(0 if world.Get_rank() < g else MPI.UNDEFINED, world.Get_rank())
         for nbytes in (int(float(x) * 2**20) for x in args.mib.split(",")):
             for src_name, dst_name in A2AV_MOVES:
-                got = None
-                if sub != MPI.COMM_NULL:
-                    got = timings(sub, nbytes, src_name, dst_name, n_cores)
-                sleep_until_all(world)
+                with alone(world, g) as sub:
+                    got = (
+                        timings(sub, nbytes, src_name, dst_name, n_cores)
+                        if sub is not None
+                        else None
+                    )
                 if not root or got is None:
                     continue
                 load, pairs, cold, warm = got
@@ -105,8 +104,6 @@ def main() -> int:
                     f"{cold / model:>9.2f}{warm / model:>9.2f}",
                     flush=True,
                 )
-        if sub != MPI.COMM_NULL:
-            sub.Free()
     return 0
 
 
