@@ -168,12 +168,14 @@ def main(args) -> int:
         "measured / formula per collective (above the cores: each collective timed, fitted "
         "below), GEMM time-slicing efficiency (against the GEMM timed one rank per core in "
         "the same job), and a layout change: "
-        "seconds to start, per message, and rates per byte sent and per byte copied"
+        "seconds to start, per message, rates per byte sent and per byte copied, and seconds "
+        "per piece copied (a run of elements contiguous in both blocks)"
     )
     say(
         f"{'ranks':>5} {'alpha [us]':>10} {'large [us]':>10} {'GB/s':>6} "
         + " ".join(f"{k[:9]:>9}" for k in kinds)
         + f" {'efficiency':>10} {'move [us]':>9} {'/msg [us]':>9} {'sent GB/s':>9} {'copy GB/s':>9}"
+        + f" {'piece [ns]':>10}"
     )
     for c in counts:
         if "alpha" in c:
@@ -187,6 +189,7 @@ def main(args) -> int:
         v = c["alltoallv"]
         rates = (f"{1 / x / 1e9:>9.2f}" if x > 0 else f"{'-':>9}" for x in (v["byte"], v["copy"]))
         a2av = f"{v['start'] * 1e6:>9.0f} {v['message'] * 1e6:>9.1f} " + " ".join(rates)
+        a2av += f" {v.get('piece', 0.0) * 1e9:>10.1f}"
         say(f"{c['ranks']:>5} {msgs} {c['efficiency']:>10.3f} {a2av}")
     shared = [[1.0, 1.0]] + [
         [c["ranks"] / cores, c["efficiency"]] for c in counts if c["ranks"] > cores

@@ -243,13 +243,13 @@ A2AV_MOVES = (("cols", "block"), ("block-cyclic:64", "block"), ("rows", "cols"))
 
 
 def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
-    """{"start", "message", "byte", "copy", "timed", "per_core"}: a redistribution at this
-    rank count, fitted (bench.model.fits.fit_alltoallv) to whole layout changes as runs make them
-    (layouts.direct's writes into shared memory on one node, else layouts.transfer's packing,
-    Alltoallv and unpacking; the kept part's copy) timed barrier to barrier as a run's phase
-    is, for each of A2AV_MOVES on a square float32 matrix of A2AV_BYTES per rank (the largest
-    where the g ranks fit the cores). "timed" holds
-    each as [messages, bytes, copied bytes, seconds], the loads the model prices
+    """{"start", "message", "byte", "copy", "piece", "timed", "per_core"}: a redistribution
+    at this rank count, fitted (bench.model.fits.fit_alltoallv) to whole layout changes as runs
+    make them (layouts.direct's writes into shared memory on one node, else layouts.transfer's
+    packing, Alltoallv and unpacking; the kept part's copy) timed barrier to barrier as a run's
+    phase is, for each of A2AV_MOVES on a square float32 matrix of A2AV_BYTES per rank (the
+    largest where the g ranks fit the cores) (:func:`timed_move`). "timed" holds each as
+    [messages, bytes, copied bytes, pieces, seconds], the loads the model prices
     (bench.model.redistribution.loads, with ``per_core`` ranks per core, at least 1: below
     the cores it was once g / cores, which multiplied the loads by cores / g and priced a
     16-core machine's moves at 4 ranks a fifth of what they took). A move that moves nothing
@@ -260,14 +260,11 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
     after the multiplication: timed warm, 8 MiB per rank at 2 ranks on 2 cores moved at 15-45
     GB/s where the same moves in runs (and 32 MiB per rank, beyond the cache) took 7-15:
     runs' moves at 2 ranks were priced a median 0.38 of what they took, 0.66-0.76 so (the
-    rest is block-cyclic's many pieces, which the loads do not count). Not above the cores:
+    rest was block-cyclic's many pieces, which the loads did not count then). Not above the cores:
     there it priced moves at 4 ranks on 2 cores a median 1.32x what they took (1.02-1.06x
     without). Many ranks sharing cores make single Alltoallvs swing with the scheduler; the
     model fits the counts above the cores together."""
-    from bench.model.redistribution import loads
-    from layouts.counting import exchange_counts
     from layouts.direct import direct, release
-    from layouts.endpoints import user_layout
     from layouts.transfer import transfer
 
     g = comm.Get_size()
@@ -277,13 +274,11 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
     rows = []
     sizes = A2AV_BYTES[:1] if quick else A2AV_BYTES if g <= cores else A2AV_BYTES[:2]
     for nbytes in sizes:
-        n = int((nbytes * g / 4) ** 0.5)
-        for src_name, dst_name in A2AV_MOVES:
-            (src, smesh), (dst, dmesh) = (user_layout(x, (n, n), g) for x in (src_name, dst_name))
-            counts = exchange_counts(src, smesh, dst, dmesh)
-            s, d = np.nonzero(counts)
-            if (s == d).all():  # cols and block on a 1 x g grid: the block itself, no move
+        for names in A2AV_MOVES:
+            found = timed_move(names, nbytes, g, per_core)
+            if found is None:  # cols and block on a 1 x g grid: the block itself, no move
                 continue
+            (src, smesh), (dst, dmesh), load = found
             move = direct(transfer(src, smesh, dst, dmesh, comm), comm, np.float32)
             block = np.ones(src.block_shape, np.float32)
             laps = []
@@ -295,6 +290,24 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
                 comm.Barrier()
                 laps.append(now() - t0)
             release(move)
-            load = loads(s, d, counts[s, d], g, 4, per_core)
             rows.append([*load, comm.bcast(float(np.median(laps[1:])), root=0)])
     return {**fit_alltoallv(rows), "timed": rows, "per_core": per_core}
+
+
+def timed_move(names: tuple[str, str], nbytes: int, g: int, per_core: float):
+    """((source layout, mesh), (destination layout, mesh), loads) of the layout change
+    ``names`` of a square float32 matrix of ``nbytes`` per rank on g ranks, as
+    :func:`alltoallv_costs` times it (its loads: bench.model.redistribution.loads, with the
+    pieces layouts.counting.piece_counts finds); None where it moves nothing."""
+    from bench.model.redistribution import loads
+    from layouts.counting import exchange_counts, piece_counts
+    from layouts.endpoints import user_layout
+
+    n = int((nbytes * g / 4) ** 0.5)
+    (src, smesh), (dst, dmesh) = (user_layout(x, (n, n), g) for x in names)
+    counts = exchange_counts(src, smesh, dst, dmesh)
+    s, d = np.nonzero(counts)
+    if (s == d).all():
+        return None
+    pieces = sum(piece_counts(src, smesh, dst, dmesh))  # sent and received, on rank r alike
+    return (src, smesh), (dst, dmesh), loads(s, d, counts[s, d], g, 4, per_core, pieces=pieces)

@@ -98,6 +98,31 @@ def summed_pairs(keys: list, counts: list, P: int) -> tuple[np.ndarray, np.ndarr
     return pair // P, pair % P, total
 
 
+def piece_counts(
+    src: TensorLayout, src_mesh: AbstractMesh, dst: TensorLayout, dst_mesh: AbstractMesh
+) -> tuple[np.ndarray, np.ndarray]:
+    """(per source rank, per destination mesh rank) the pieces each copies in moving ``src``
+    into ``dst``: runs of elements contiguous in both blocks (consecutive indices of the last
+    dimension that neither layout splits), each one copy call's inner loop however the copies
+    are grouped (layouts/strided.py). A source sends from its primary holder, every
+    destination holder receives; what a rank keeps is a piece on both sides, as it is copied.
+    Block-cyclic tiles of 64 make a piece of every 64 elements, 1-D blocks one per row. Where
+    a window narrower than its Time axis (T10) holds consecutive chunks side by side, each
+    chunk is counted a piece (an over-count: tests/test_exchange_counts.py), as are rows that
+    two blocks both hold whole (one copy of consecutive rows)."""
+    P = src_mesh.size
+    splace, dplace, per_dim = _counting(src, src_mesh, dst, dst_mesh)
+    sent, got = np.zeros(P), np.zeros(P)
+    for sbase, sres, dbase, dres, runs in _keys(per_dim, splace, dplace, runs=True):
+        source, dh = splace.primary[sres], dplace.holders[dres]
+        held = (dh >= 0) & (source >= 0)[:, None]
+        sends = held.any(1)
+        sent += np.bincount((sbase + source)[sends], (runs * held.sum(1))[sends], P)
+        d = dbase[:, None] + dh
+        got += np.bincount(d[held], np.broadcast_to(runs[:, None], d.shape)[held], P)
+    return np.rint(sent).astype(np.int64), np.rint(got).astype(np.int64)
+
+
 # -- placements ------------------------------------------------------------------------------
 def comm_order(ranks: Sequence[int] | None, size: int) -> tuple[np.ndarray, np.ndarray]:
     """(to_comm, from_comm): destination mesh rank -> communicator rank, and back (``ranks``
@@ -216,7 +241,7 @@ def pair_bound(
     before summing them (its memory): the per-dimension keys' combinations times the holders
     of each, found without making any."""
     splace, dplace, per_dim = _counting(src, src_mesh, dst, dst_mesh)
-    combinations = math.prod(len(keys) for keys, _ in per_dim)
+    combinations = math.prod(len(keys) for keys, *_ in per_dim)
     return combinations * splace.holders.shape[1] * dplace.holders.shape[1]
 
 
@@ -232,7 +257,7 @@ def _counting(
 
 def _per_dim(src: TensorLayout, splace: Placement, dplace: Placement) -> list:
     """Per dimension the distinct (src rank part, src residue part, dst rank part, dst residue
-    part) rows and the elements of each."""
+    part) rows, the elements of each and the runs of consecutive indices each is made of."""
     per_dim = []
     # where every residue has the same holders (a T10 window as wide as its Time axis) the
     # residue tells nothing: rows differing only by it are one (B into T10 F_op 1x4x512 from
@@ -249,19 +274,25 @@ def _per_dim(src: TensorLayout, splace: Placement, dplace: Placement) -> list:
                 place.rank_part[d][:cut],
                 np.zeros_like(residues) if residue_blind else residues,
             ]
-        per_dim.append(_unique_rows(*_runs(parts, weights)))
+        rows, lengths = _runs(parts, weights)
+        keys, counts = _unique_rows(rows, lengths)
+        per_dim.append((keys, counts, _unique_rows(rows, np.ones(len(rows), np.int64))[1]))
     return per_dim
 
 
-def _keys(per_dim: list, splace: Placement, dplace: Placement):
+def _keys(per_dim: list, splace: Placement, dplace: Placement, runs: bool = False):
     """Yield (src base rank, src residue, dst base rank, dst residue, element count) arrays
-    over the logical elements, grouped: :func:`_per_dim`'s rows combined across dimensions."""
-    keys, counts = per_dim[-1]
-    for k, c in reversed(per_dim[1:-1]):  # the inner dimensions, fully combined
+    over the logical elements, grouped: :func:`_per_dim`'s rows combined across dimensions;
+    with ``runs``, in place of the elements the contiguous runs of them (rows of the blocks
+    are C-ordered: a run is consecutive indices of the last dimension)."""
+    keys, counts, last_runs = per_dim[-1]
+    if runs:
+        counts = last_runs
+    for k, c, _ in reversed(per_dim[1:-1]):  # the inner dimensions, fully combined
         keys = (k[:, None, :] + keys[None, :, :]).reshape(-1, 4)
         counts = np.outer(c, counts).ravel()
     first, first_counts = (
-        per_dim[0] if len(per_dim) > 1 else (np.zeros((1, 4), np.int64), np.ones(1, np.int64))
+        per_dim[0][:2] if len(per_dim) > 1 else (np.zeros((1, 4), np.int64), np.ones(1, np.int64))
     )
     step = max(1, _CHUNK // max(1, len(keys)))
     for lo in range(0, len(first), step):
@@ -278,6 +309,7 @@ def _residues(parts: np.ndarray, n_time: int) -> np.ndarray:
 
 __all__ = [
     "pair_bound",
+    "piece_counts",
     "comm_order",
     "exchange_counts",
     "group_max",

@@ -109,6 +109,7 @@ def row(r: dict, algo: str, name: str, spec: str, profile: Profile, timed=(None,
         "e2e/kernel": r["seconds"] / r["multiply_seconds"],
         "redist_s": measured,
         "redist_pred_s": predicted,
+        **{f"{p[len('redistribute_') :]}_s": r["phases"][p]["seconds"] for p in PHASES},
         "pred/meas": _ratio(predicted, measured),
         **{
             f"{p[len('redistribute_') :]}_pred/meas": _ratio(

@@ -8,7 +8,8 @@ The records are ``scripts/plan_accuracy.py --records``'s JSON lines: each case's
 as they were run, with their measured timings. Every case is planned again (the same
 candidates, priced now); among its measured candidates the one now predicted fastest is the
 first choice, against the one measured fastest. Prints each case, then the cases' hits, the
-runs' median |pred/meas - 1| and each algorithm's median pred/meas; a case whose new
+runs' median |pred/meas - 1|, each algorithm's median pred/meas and the moves' in and out
+(where they took time); a case whose new
 recommendation was not among those measured is counted apart (the records cannot say).
 """
 
@@ -41,6 +42,7 @@ def main() -> int:
             cases.setdefault(run["case"], []).append(run)
     hits = within = unmeasured = 0
     ratios: dict[str, list[float]] = {}
+    moves: dict[str, list[float]] = {"in": [], "out": []}  # pred/meas of each phase of moves
     print(f"{'case':<22}{'first choice now':<34}{'measured fastest':<34}{'first/fastest':>14}")
     for case, runs in cases.items():
         P = int(case.split()[0].removeprefix("P="))
@@ -61,6 +63,10 @@ def main() -> int:
             if c is not None:
                 now[name] = c.seconds
                 ratios.setdefault(c.algo, []).append(c.seconds / measured[name])
+                for side, pred in zip(moves, c.redistribute, strict=True):
+                    took = [r["phases"][f"redistribute_{side}"]["seconds"] for r in run["runs"]]
+                    if pred > 0 and statistics.median(took) > 0:
+                        moves[side].append(pred / statistics.median(took))
         first = min(now, key=now.get)
         fastest = min(measured, key=measured.get)
         ratio = measured[first] / measured[fastest]
@@ -80,6 +86,10 @@ def main() -> int:
         f"runs {len(errors)}: median |pred/meas - 1| {100 * statistics.median(errors):.1f}%, "
         f"{sum(e > 0.3 for e in errors)} over 30%; median pred/meas by algorithm: "
         + ", ".join(f"{a} {statistics.median(r):.2f} ({len(r)})" for a, r in sorted(ratios.items()))
+    )
+    print(
+        "moves, median pred/meas: "
+        + ", ".join(f"{k} {statistics.median(r):.2f} ({len(r)})" for k, r in moves.items() if r)
     )
     return 0
 

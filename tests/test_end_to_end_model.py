@@ -53,8 +53,16 @@ def _every_grid(P: int, spec: str, shape):
             yield name, g, plan_moves(users, plan)
 
 
-def test_sparse_pricing_matches_the_house_counts(profile_file):
+@pytest.mark.parametrize("pieces", [False, True])
+def test_sparse_pricing_matches_the_house_counts(profile_file, tmp_path, pieces):
     prof = Profile.load(profile_file)
+    if pieces:  # layout changes timed, with a cost per piece copied
+        a2av = {"start": 4e-5, "message": 2e-5, "byte": 3e-10, "copy": 1e-10, "piece": 3e-8}
+        p2p = {"alpha": 2e-6, "beta": 1e-10, "alpha_large": 5e-6, "beta_large": 1e-10}
+        counts = [{"ranks": 2, **p2p, "collective_factor": {}, "alltoallv": a2av}]
+        f = tmp_path / "pieces.json"
+        f.write_text(json.dumps({**json.loads(profile_file.read_text()), "counts": counts}))
+        prof = Profile.load(f)
     for P, spec, shape in ((6, "block-cyclic:16", (100, 70, 90)), (8, "cols", (96, 64, 80))):
         for name, g, mv in _every_grid(P, spec, shape):
             price = price_moves(mv, P, prof, 4, P)
@@ -208,12 +216,14 @@ def test_sparse_relabelling_on_a_cluster_matches_the_dense_one():
 
 def _measured(g, costs, cores=2):
     """A count entry whose layout changes took exactly start + message x M + byte x B + copy
-    x C, each grown as the ranks share the cores (bench.model.fits.sharing_scale: messages
-    with the ranks per core, the rest with its square)."""
+    x C + piece x N, each grown as the ranks share the cores (bench.model.fits.sharing_scale:
+    messages with the ranks per core, the rest with its square)."""
     from bench.model.fits import sharing_scale
 
     scaled = [k * s for k, s in zip(costs, sharing_scale(g / cores), strict=True)]
-    rows = [[m, b, c] for m in (1, g - 1) for b in (1e5, 4e6) for c in (2e5, 9e6)]
+    rows = [
+        [m, b, c, n] for m in (1, g - 1) for b in (1e5, 4e6) for c in (2e5, 9e6) for n in (0, 5e4)
+    ]
     rows = [[*r, scaled[0] + sum(k * x for k, x in zip(scaled[1:], r, strict=True))] for r in rows]
     return {"ranks": g, "efficiency": 1.0, "alltoallv": {"timed": rows}, "yielding": True}
 
@@ -222,10 +232,14 @@ def test_measured_layout_changes_price_redistributions(tmp_path):
     from bench.model.fits import fit_alltoallv
     from bench.model.redistribution import loads
 
-    costs = (1e-4, 3e-5, 2e-10, 1e-10)
+    costs = (1e-4, 3e-5, 2e-10, 1e-10, 4e-8)
     rows = _measured(9, costs, cores=9)["alltoallv"]["timed"]
     assert list(fit_alltoallv(rows).values()) == pytest.approx(costs)
-    two = {"start": 5e-5, "message": 1e-5, "byte": 1e-10, "copy": 5e-11}  # as fitted at 2
+    # rows timed before pieces were counted fit without them
+    old = [[*r[:3], r[4] - costs[4] * r[3]] for r in rows]
+    assert list(fit_alltoallv(old).values()) == pytest.approx([*costs[:4], 0.0])
+    # as fitted at 2 by a calibrate that counted no pieces
+    two = {"start": 5e-5, "message": 1e-5, "byte": 1e-10, "copy": 5e-11, "piece": 0.0}
     p2p = {"alpha": 2e-6, "beta": 1e-10, "alpha_large": 5e-6, "beta_large": 1e-10}
     counts = [{"ranks": 2, **p2p, "collective_factor": {}, "alltoallv": {**two, "timed": []}}]
     counts += [_measured(g, costs) for g in (4, 8)]
@@ -237,7 +251,7 @@ def test_measured_layout_changes_price_redistributions(tmp_path):
     # and its square (the rest) up to the largest (8), and as g past it
     for g in (3, 8, 16):
         s, r = min(g, 8) / 2, max(g / 8, 1.0)
-        want = [c * s**k * r for c, k in zip(costs, (2, 1, 2, 2), strict=True)]
+        want = [c * s**k * r for c, k in zip(costs, (2, 1, 2, 2, 2), strict=True)]
         assert list(prof.at(g).alltoallv.values()) == pytest.approx(want)
     # a uniform exchange: every rank's messages, bytes sent, and bytes packed and unpacked
     g, each, itemsize = 8, 1000, 4
@@ -247,15 +261,20 @@ def test_measured_layout_changes_price_redistributions(tmp_path):
         g - 1,
         (g - 1) * each * itemsize,
         2 * g * each * itemsize,
+        0.0,
     )
     sent, copied = (g - 1) * each * itemsize, 2 * g * each * itemsize
     s = g / 2
     want = (costs[0] + costs[2] * sent + costs[3] * copied) * s * s + costs[1] * (g - 1) * s
     assert transfer_seconds(uniform, itemsize, prof, g) == pytest.approx(want)
+    # and 1000 pieces copied on every rank
+    pieces = np.full(g, 1000)
+    with_pieces = transfer_seconds(uniform, itemsize, prof, g, pieces=pieces)
+    assert with_pieces == pytest.approx(want + costs[4] * 1000 * s * s)
     # one rank sending to one other: that rank alone on a core, not slowed by the idle ones
     lone = np.zeros((g, g), np.int64)
     lone[0, 1] = 1 << 20
-    assert loads([0], [1], [1 << 20], g, 4, 4.0) == (0.25, 1 << 20, 1 << 20)
+    assert loads([0], [1], [1 << 20], g, 4, 4.0) == (0.25, 1 << 20, 1 << 20, 0.0)
     want = (costs[0] + (costs[2] + costs[3]) * (1 << 20)) * s * s + costs[1] * 0.25 * s
     assert transfer_seconds(lone, 4, prof, g) == pytest.approx(want)
     # a profile with no count above the cores (`-n 2` on 2 cores, no --up-to): the largest

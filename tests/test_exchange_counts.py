@@ -1,5 +1,5 @@
-"""exchange_counts and overlap_counts (layouts.transfer) against a brute-force count from the
-block maps, element by element, for layouts on different meshes (serial, no MPI)."""
+"""exchange_counts, overlap_counts and piece_counts (layouts.counting) against a brute-force count
+from the block maps, element by element, for layouts on different meshes (serial, no MPI)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from layouts import LayoutError, parse_layout
 from layouts.blockmap import grains, held_indices
-from layouts.counting import exchange_counts, overlap_counts, placements
+from layouts.counting import exchange_counts, overlap_counts, piece_counts, placements
 from layouts.named import user_layout
 from topology import AbstractMesh, MeshError
 
@@ -90,6 +90,63 @@ def test_counts_match_brute_force(ranks):
         to_comm = range(4) if ranks is None else ranks
         kept = sum(H[to_comm[k], k] for k in range(4))
         assert got.sum() - np.trace(got) == needed.sum() - kept, (sn, dn, ranks)
+
+
+def _positions(layout, mesh, skip_partial: bool) -> dict:
+    """Element -> {rank: its flat position in that rank's block} (a block is the product of its
+    held indices, C-ordered; P@ copies off coordinate 0 left out if asked)."""
+    out: dict = {}
+    for r in range(mesh.size):
+        coords = mesh.coords(r)
+        if skip_partial and any(coords[lv] != 0 for lv in layout.partial):
+            continue
+        rows, cols = held_indices(layout, coords)
+        for a, i in enumerate(rows.tolist()):
+            for b, j in enumerate(cols.tolist()):
+                out.setdefault((i, j), {})[r] = a * cols.size + b
+    return out
+
+
+def brute_pieces(src, smesh, dst, dmesh):
+    """Pieces each rank copies, element by element: a piece starts at every element whose
+    predecessor in its row does not go from the same source (the lowest holder) to the same
+    destination holder one position before in both blocks."""
+    sp, dp = _positions(src, smesh, False), _positions(dst, dmesh, True)
+    sent, got = np.zeros(smesh.size, np.int64), np.zeros(dmesh.size, np.int64)
+    m, n = src.logical_shape
+    for i, j in itertools.product(range(m), range(n)):
+        s = min(sp[i, j])
+        before = sp.get((i, j - 1), {}), dp.get((i, j - 1), {})
+        for d, at in dp[i, j].items():
+            if not (
+                j
+                and min(before[0]) == s
+                and before[0][s] == sp[i, j][s] - 1
+                and before[1].get(d, -2) == at - 1
+            ):
+                sent[s] += 1
+                got[d] += 1
+    return sent, got
+
+
+def test_pieces_match_brute_force():
+    """Exact but where a window narrower than its Time axis is moved: there a piece is counted
+    at every Time chunk, though a rank holding consecutive chunks holds them side by side."""
+    all_cases = cases()
+    for (sn, s, sm), (dn, d, dm) in itertools.product(all_cases, all_cases + DST_ONLY):
+        want = brute_pieces(s, sm, d, dm)
+        got = piece_counts(s, sm, d, dm)
+        if "window" in (sn, dn):
+            assert all((g >= w).all() for g, w in zip(got, want, strict=True)), (sn, dn)
+            continue
+        assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True)), (sn, dn)
+    names = ["rows", "cols", "block", "block-cyclic:2", "block-cyclic:3"]
+    for P, shape in itertools.product((2, 3, 6), ((11, 5), (46, 20))):
+        for a, b in itertools.product(names, names):
+            (s, sm), (d, dm) = user_layout(a, shape, P), user_layout(b, shape, P)
+            want = brute_pieces(s, sm, d, dm)
+            got = piece_counts(s, sm, d, dm)
+            assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True)), (a, b, P)
 
 
 @pytest.mark.parametrize("P", [1, 2, 3, 5, 6])

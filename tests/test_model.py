@@ -314,7 +314,8 @@ def test_layout_changes_are_refitted_without_moves_that_moved_nothing(tmp_path):
     """A count's layout-change coefficients come from its timed moves: those that sent
     nothing are left out (the model and the runs take them for free), and in profiles from
     before calibrate recorded its per_core, a count below the cores has its rows' loads taken
-    back from the cores / g times theirs they were recorded at."""
+    back from the cores / g times theirs they were recorded at. Rows timed before pieces were
+    counted fit without them (piece 0)."""
     from conftest import PROFILE
 
     from bench.model.fits import A2AV_TERMS
@@ -325,18 +326,18 @@ def test_layout_changes_are_refitted_without_moves_that_moved_nothing(tmp_path):
     noop = [[0, 0, 9e6, 1e-5], [0, 0, 4e7, 1e-5]]  # kept as they were: microseconds
 
     def count(g, rows, **extra):
-        fitted = dict(zip(A2AV_TERMS, (0.0, 0.0, 0.0, 1e-14), strict=True))  # as stored
+        fitted = dict(zip(A2AV_TERMS[:4], (0.0, 0.0, 0.0, 1e-14), strict=True))  # as stored
         return {**_count(g, 2e-6, 1.0), "alltoallv": {**fitted, "timed": rows, **extra}}
 
     data = {**PROFILE, "machine": {"cores": 8}}
     data["counts"] = [count(4, timed + noop, per_core=1.0)]
     assert list(Profile.load(_write(tmp_path, data)).at(4).alltoallv.values()) == pytest.approx(
-        costs
+        [*costs, 0.0]
     )
     # an older profile: the loads at 4 of 8 cores were recorded twice as large
     data["counts"] = [count(4, [[2 * x for x in r[:3]] + [r[3]] for r in timed + noop])]
     assert list(Profile.load(_write(tmp_path, data)).at(4).alltoallv.values()) == pytest.approx(
-        costs
+        [*costs, 0.0]
     )
     data["counts"] = [count(4, timed[:3], per_core=1.0)]  # too few to refit: as stored
     assert Profile.load(_write(tmp_path, data)).at(4).alltoallv["copy"] == 1e-14
@@ -344,7 +345,7 @@ def test_layout_changes_are_refitted_without_moves_that_moved_nothing(tmp_path):
     sharing = {**count(16, [[*r[:3], 2 * r[3]] for r in timed + noop]), "yielding": True}
     data["counts"] = [count(4, timed, per_core=1.0), sharing]
     got = Profile.load(_write(tmp_path, data)).at(16).alltoallv
-    assert list(got.values()) == pytest.approx([2 * c for c in costs])
+    assert list(got.values()) == pytest.approx([*(2 * c for c in costs), 0.0])
 
 
 def _write(tmp_path, data):
@@ -475,7 +476,7 @@ def test_calibrate_trace_analyze(tmp_path):
     # the layout changes that price redistributions, timed at the count: one row per move
     moves = count["alltoallv"]  # cols -> block on 1 x 2 moves nothing: left out
     assert len(moves["timed"]) == 2 and all(r[-1] > 0 and r[1] > 0 for r in moves["timed"])
-    assert set(moves) == {"start", "message", "byte", "copy", "timed", "per_core"}
+    assert set(moves) == {"start", "message", "byte", "copy", "piece", "timed", "per_core"}
     assert count["gemm_shared"][1] > 0
     assert min(moves[k] for k in ("start", "message", "byte", "copy")) >= 0
     loaded = Profile.load(prof)  # a count that fits the cores is priced with its own alpha

@@ -14,7 +14,7 @@ from algorithms import get
 from bench.model import Profile, plan_moves, price_moves
 from bench.model.phase_loads import PhasePairs
 from bench.model.redistribution import _busiest, _per_rank, pairs_seconds, phase_end
-from layouts.counting import group_max, summed, summed_pairs
+from layouts.counting import group_max, piece_counts, summed, summed_pairs
 from layouts.endpoints import move_overlaps, user_layouts
 
 
@@ -85,12 +85,15 @@ CASES = [
 ]
 
 
-@pytest.fixture(params=["timed", "formula"])
+@pytest.fixture(params=["timed", "pieces", "formula"])
 def profile(request, tmp_path):
-    """Layout changes timed at each count (priced by their coefficients), or not (formulas)."""
+    """Layout changes timed at each count (priced by their coefficients, with or without a
+    cost per piece copied), or not (formulas)."""
     data = dict(PROFILE)
-    if request.param == "timed":
+    if request.param != "formula":
         a2av = {"start": 4e-5, "message": 2e-5, "byte": 3e-10, "copy": 1e-10, "timed": []}
+        if request.param == "pieces":
+            a2av["piece"] = 3e-8
         p2p = {"alpha": 2e-6, "beta": 1e-10, "alpha_large": 5e-6, "beta_large": 1e-10}
         data["counts"] = [
             {"ranks": g, **p2p, "collective_factor": {}, "alltoallv": a2av} for g in (1, 2)
@@ -98,6 +101,17 @@ def profile(request, tmp_path):
     f = tmp_path / "profile.json"
     f.write_text(json.dumps(data))
     return Profile.load(f)
+
+
+def _pieces(moves, pi, P: int) -> np.ndarray:
+    """Pieces each job rank copies (layouts.counting.piece_counts), native rank x on pi[x]."""
+    out = np.zeros(P, np.int64)
+    for m in moves:
+        sent, got = piece_counts(m.src, m.src_mesh, m.dst, m.dst_mesh)
+        job, native = (sent, got) if m.into else (got, sent)
+        out += job
+        np.add.at(out, pi, native)
+    return out
 
 
 @pytest.mark.parametrize("relabel", [True, False])
@@ -123,7 +137,8 @@ def test_price_equals_pricing_every_mapped_pair(algo, P, layouts, shape, relabel
             seconds[into] = 0.0
             if keys[into]:
                 src, dst, count = summed_pairs(keys[into], counts[into], P)
-                seconds[into] = pairs_seconds(src, dst, count, P, profile, 4, P)
+                pieces = _pieces([m for m in moves if m.into == into], pi, P)
+                seconds[into] = pairs_seconds(src, dst, count, P, profile, 4, P, pieces=pieces)
         assert got.words == words
         end, held = phase_end(P, profile, P)  # a phase's moves priced so hold its barrier
         ends = [0.0 if held and seconds[into] > 0 else end for into in (True, False)]

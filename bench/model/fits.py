@@ -10,14 +10,21 @@ import numpy as np
 
 from topology.costs import collective_seconds
 
-A2AV_TERMS = ("start", "message", "byte", "copy")  # a redistribution's coefficients
+# a redistribution's coefficients: seconds to start, per message, per byte sent, per byte
+# copied, and per piece copied (a run of elements contiguous in both blocks, the inner loop of a
+# copy call: block-cyclic tiles of 64 make one of every 64 elements). Without pieces calibrate's
+# moves from block-cyclic:64 were priced a median 0.6x what they took and the others 1.1-1.3x,
+# on a 2-core VM and a 16-core machine alike; with them all within 0.8-1.2x (their rows at 2-16
+# ranks refitted: results/*/profile*.json)
+A2AV_TERMS = ("start", "message", "byte", "copy", "piece")
 
 
 def fit_alltoallv(rows, scale=None) -> dict[str, float]:
-    """{term: coefficient} of start + message x M + byte x B + copy x C fitted
-    (:func:`fit_nonnegative`) to [M, B, C, seconds] rows (with ``scale``, one per row: to
-    seconds / scale)."""
-    x = np.array([[1.0, *r[:-1]] for r in rows], float)
+    """{term: coefficient} of start + message x M + byte x B + copy x C + piece x N fitted
+    (:func:`fit_nonnegative`) to [M, B, C, N, seconds] rows (with ``scale``, one per row: to
+    seconds / scale); rows of profiles from before pieces were counted, [M, B, C, seconds],
+    fit without them (piece 0)."""
+    x = np.array([[1.0, *_loads(r)] for r in rows], float)
     if scale is not None:
         x = x * np.asarray(scale, float)[:, None]
     coef = fit_nonnegative(x, [r[-1] for r in rows])
@@ -33,10 +40,17 @@ def count_alltoallv(count: dict, cores: int) -> dict[str, float]:
     times theirs they were recorded at (bench.calibration_counts.alltoallv_costs)."""
     a2av, g = count["alltoallv"], count["ranks"]
     scale = 1.0 if "per_core" in a2av or g >= cores else g / cores
-    rows = [[*(x * scale for x in r[:3]), r[3]] for r in a2av.get("timed", []) if r[1] > 0]
-    if len(rows) < len(A2AV_TERMS):
-        return {k: a2av[k] for k in A2AV_TERMS}
+    rows = [[*(x * scale for x in r[:-1]), r[-1]] for r in a2av.get("timed", []) if r[1] > 0]
+    terms = len(A2AV_TERMS) - (not rows or len(rows[0]) < len(A2AV_TERMS) + 1)
+    if len(rows) < terms:
+        return {k: a2av.get(k, 0.0) for k in A2AV_TERMS}
     return fit_alltoallv(rows)
+
+
+def _loads(row) -> list:
+    """A timed row's loads (M, B, C, N), N = 0 in rows from before pieces were counted."""
+    loads = list(row[:-1])
+    return loads + [0.0] * (len(A2AV_TERMS) - 1 - len(loads))
 
 
 def fit_sharing_alltoallv(sharing: list[dict], cores: int) -> dict[str, float]:
@@ -44,7 +58,7 @@ def fit_sharing_alltoallv(sharing: list[dict], cores: int) -> dict[str, float]:
     multiplies back, without the moves that moved nothing (:func:`count_alltoallv`)."""
     timed = [(r, c["ranks"] / cores) for c in sharing for r in c["alltoallv"]["timed"]]
     timed = [(r, s) for r, s in timed if r[1] > 0]
-    x = np.array([[1.0, *r[:-1]] for r, _ in timed]) * [sharing_scale(s) for _, s in timed]
+    x = np.array([[1.0, *_loads(r)] for r, _ in timed]) * [sharing_scale(s) for _, s in timed]
     coef = fit_nonnegative(x, [r[-1] for r, _ in timed])
     return dict(zip(A2AV_TERMS, map(float, coef), strict=True))
 
@@ -53,8 +67,9 @@ def sharing_scale(per_core: float) -> np.ndarray:
     """What a redistribution's coefficients (A2AV_TERMS) are multiplied by with ``per_core``
     ranks on each core (at least 1): its messages by per_core (the cores time-slice every
     rank's), its start (the exchange's set-up and the barrier ending it: each rank waits for
-    every rank on its core to be scheduled once for each of the others) and its bytes sent and
-    copied by per_core squared (every rank's copies are time-sliced, and each piece waits for
+    every rank on its core to be scheduled once for each of the others), its bytes sent and
+    copied and its pieces by per_core squared (every rank's copies are time-sliced, and each
+    piece waits for
     its partner to be scheduled; the ranks' blocks together leave the caches). On two
     calibrations on 2 cores a layout change moving 4 MiB per rank took 0.47, 1.1, 1.45 and 2.0
     ms per rank per core at 4, 6, 8 and 16 ranks, and the starts fitted per count were 117-122
@@ -64,7 +79,7 @@ def sharing_scale(per_core: float) -> np.ndarray:
     measured sweeps priced again with one calibration (scripts/replan.py, results/vm-2c),
     chose the fastest in 92 of 128 cases, 116 within 10% (so: 102 and 122)."""
     s = max(per_core, 1.0)
-    return np.array([s * s, s, s * s, s * s])
+    return np.array([s * s, s, s * s, s * s, s * s])
 
 
 def fit_nonnegative(x, t, relative: bool = True) -> list[float]:

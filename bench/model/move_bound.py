@@ -9,7 +9,8 @@ layouts' shapes alone, and :func:`overlap_bound` from the overlaps without the r
 (within 1-28% of the exact price on 8192^3 at P = 8192 from block layouts). Both price what a
 phase cannot avoid (the moves in are one exchange, layouts/batch.py) as pairs_seconds prices
 it (Profile.alltoallv_seconds: a start, and per rank messages, bytes and bytes copied, the
-larger of the mean rank's and the busiest one's shared among the ranks on a core), and the
+larger of the mean rank's and the busiest one's shared among the ranks on a core; the pieces
+copied, which grow with how finely the layouts cut the rows, as none), and the
 two barriers of a run with moves where that price does not hold them, as the exact price
 charges them (redistribution.ending_barriers). On a real cluster's links (not emulated)
 messages may go between nodes, priced by the links: only the start and the copying are
@@ -59,7 +60,7 @@ def shape_bound(
                 messages = max(messages, 1 / per_core, need / (P * most) - 1)
                 received += (need - P * most) / P * itemsize
         if moves_any:  # else some order may keep everything: nothing moves, nothing is priced
-            seconds.append(at.alltoallv_seconds((messages, received, copied)))
+            seconds.append(at.alltoallv_seconds((messages, received, copied, 0.0)))
     return _ended(seconds, P, profile, rpn, links)
 
 
@@ -122,7 +123,7 @@ def overlap_bound(
         if _local(links):
             loads = (_load(into, out_of, per_core), _load(receive, send, per_core) * itemsize)
         copied = max(2 * need.sum() / P, max(need.max(), owned.max()) / per_core) * itemsize
-        seconds.append(at.alltoallv_seconds((*loads, copied)))
+        seconds.append(at.alltoallv_seconds((*loads, copied, 0.0)))
     return _ended(seconds, P, profile, rpn, links)
 
 

@@ -295,7 +295,7 @@ class Profile:
         return memo[key]
 
     def alltoallv_seconds(self, loads) -> float:
-        """A redistribution with ``loads`` (messages, bytes, copied bytes:
+        """A redistribution with ``loads`` (messages, bytes, copied bytes, pieces:
         bench.model.redistribution.loads) priced with :meth:`at`'s measured coefficients."""
         c = self.alltoallv
         return c["start"] + sum(c[k] * x for k, x in zip(A2AV_TERMS[1:], loads, strict=True))

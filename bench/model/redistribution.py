@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from layouts.counting import exchange_counts, summed_pairs
+from layouts.counting import exchange_counts, piece_counts, summed_pairs
 from layouts.endpoints import (
     Move,
     UserLayout,
@@ -62,7 +62,15 @@ class MovePrice:
 
 
 def pairs_seconds(
-    src, dst, count, P: int, profile: Profile, itemsize: int, ranks_per_node: int, links=None
+    src,
+    dst,
+    count,
+    P: int,
+    profile: Profile,
+    itemsize: int,
+    ranks_per_node: int,
+    links=None,
+    pieces=None,
 ) -> float:
     """Seconds for one redistribution in which job rank ``src[i]`` sends ``count[i]`` elements
     to ``dst[i]`` (each pair once; src == dst: kept, a local copy), at ``ranks_per_node``.
@@ -74,32 +82,40 @@ def pairs_seconds(
     topology.links.LinkModel, job rank = tree rank) the messages crossing a priced level are
     priced by the links instead (LinkModel.exchange), the two parts running at once; emulated
     links (LinkModel.emulated) are held after the messages really moved here, so those are
-    priced both ways and the dearer counts. Nothing moving between ranks costs nothing."""
+    priced both ways and the dearer counts. ``pieces``: the pieces each job rank copies
+    (:func:`phase_pieces`; None: none counted). Nothing moving between ranks costs nothing."""
     src, dst, count = (np.asarray(x, np.int64) for x in (src, dst, count))
     off = src != dst
     if not count[off].any():
         return 0.0
     if links is None:
-        return ranks_seconds(_per_rank(src, dst, count, P, off), profile, itemsize, ranks_per_node)
+        per_rank = _per_rank(src, dst, count, P, off)
+        return ranks_seconds(per_rank, profile, itemsize, ranks_per_node, pieces=pieces)
     net = off & links.crosses(src, dst)
     # emulated links hold messages that really move on this machine: they count here too
     local = off if links.emulated else off & ~net
     linked = links.exchange(src[net], dst[net], count[net] * itemsize) if net.any() else None
     per_rank = _per_rank(src, dst, count, P, local)
-    return ranks_seconds(per_rank, profile, itemsize, ranks_per_node, linked)
+    return ranks_seconds(per_rank, profile, itemsize, ranks_per_node, linked, pieces)
 
 
 def ranks_seconds(
-    per_rank: tuple, profile: Profile, itemsize: int, ranks_per_node: int, linked=None
+    per_rank: tuple,
+    profile: Profile,
+    itemsize: int,
+    ranks_per_node: int,
+    linked=None,
+    pieces=None,
 ) -> float:
     """:func:`pairs_seconds` from the per-rank (messages, elements, copied) of the messages
     priced on this machine (:func:`_per_rank`) and ``linked``, each rank's seconds of those
-    the links price (None: none)."""
+    the links price (None: none), and ``pieces`` per rank (None: none counted)."""
     messages, elements, copied = per_rank
     at = profile.at(ranks_per_node)
     if at.alltoallv is not None:
         per_core = max(ranks_per_node / profile.cores, 1.0)
-        seconds = at.alltoallv_seconds(_reduced(messages, elements, copied, itemsize, per_core))
+        load = _reduced(messages, elements, copied, itemsize, per_core, pieces)
+        seconds = at.alltoallv_seconds(load)
         return seconds if linked is None else max(seconds, float(linked.max()))
     per_rank = np.where(elements > 0, at.exchange(messages, elements * itemsize), 0.0)
     per_rank = per_rank * at.comm_scale
@@ -109,23 +125,25 @@ def ranks_seconds(
     return float(np.max(per_rank + copied * itemsize / profile.copy_bandwidth * slow))
 
 
-def loads(src, dst, count, P: int, itemsize: int, per_core: float, sent=None) -> tuple:
-    """(messages, bytes, copied bytes) of a redistribution in which rank ``src[i]`` sends
-    ``count[i]`` elements to ``dst[i]`` (src == dst: kept), as calibrate's coefficients price
-    them (Profile.alltoallv_seconds): per rank, the messages and bytes of the pairs ``sent``
-    (default: every one off the diagonal), the larger of what it sends and receives, and the
-    bytes it packs, unpacks and keeps (every pair); of each, the busiest rank's, or with
-    ``per_core`` ranks sharing a core the mean over ranks where larger (the cores share out
-    every rank's work, but no rank goes faster than alone on a core)."""
+def loads(src, dst, count, P: int, itemsize: int, per_core: float, sent=None, pieces=None) -> tuple:
+    """(messages, bytes, copied bytes, pieces) of a redistribution in which rank ``src[i]``
+    sends ``count[i]`` elements to ``dst[i]`` (src == dst: kept), as calibrate's coefficients
+    price them (Profile.alltoallv_seconds): per rank, the messages and bytes of the pairs
+    ``sent`` (default: every one off the diagonal), the larger of what it sends and receives,
+    the bytes it packs, unpacks and keeps (every pair), and the ``pieces`` it copies (per rank,
+    :func:`phase_pieces`; None: 0); of each, the busiest rank's, or with ``per_core`` ranks
+    sharing a core the mean over ranks where larger (the cores share out every rank's work,
+    but no rank goes faster than alone on a core)."""
     src, dst, count = (np.asarray(x, np.int64) for x in (src, dst, count))
     messages, elements, copied = _per_rank(src, dst, count, P, src != dst if sent is None else sent)
-    return _reduced(messages, elements, copied, itemsize, per_core)
+    return _reduced(messages, elements, copied, itemsize, per_core, pieces)
 
 
-def _reduced(messages, elements, copied, itemsize: int, per_core: float) -> tuple:
+def _reduced(messages, elements, copied, itemsize: int, per_core: float, pieces=None) -> tuple:
     """:func:`loads` from the per-rank figures."""
     out = []
-    for x in (messages, elements * itemsize, copied * itemsize):
+    pieces = np.zeros(1) if pieces is None else pieces
+    for x in (messages, elements * itemsize, copied * itemsize, pieces):
         x = np.asarray(x, float)
         out.append(max(float(x.mean()), float(x.max()) / per_core))
     return tuple(out)
@@ -149,15 +167,36 @@ def _busiest(src, dst, count, P: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def transfer_seconds(
-    counts: np.ndarray, itemsize: int, profile: Profile, ranks_per_node: int, links=None
+    counts: np.ndarray,
+    itemsize: int,
+    profile: Profile,
+    ranks_per_node: int,
+    links=None,
+    pieces=None,
 ) -> float:
     """:func:`pairs_seconds` of one Alltoallv in which job rank s sends ``counts[s, t]``
-    elements to rank t (the diagonal is a local copy)."""
+    elements to rank t (the diagonal is a local copy), job rank s copying ``pieces[s]``."""
     counts = np.asarray(counts)
     src, dst = np.nonzero(counts)
-    return pairs_seconds(
-        src, dst, counts[src, dst], len(counts), profile, itemsize, ranks_per_node, links
-    )
+    args = (profile, itemsize, ranks_per_node, links, pieces)
+    return pairs_seconds(src, dst, counts[src, dst], len(counts), *args)
+
+
+def phase_pieces(phase_moves: Sequence[Move], ranks, P: int, at=None) -> np.ndarray | None:
+    """The pieces (layouts.counting.piece_counts) each job rank copies in ``phase_moves``, the
+    moves of one phase, native mesh rank x on job rank ``ranks[x]`` (None: on rank x); None
+    where ``at`` (a Profile.at) prices no piece (a calibration from before they were counted,
+    or one without layout changes): counting them costs a tenth of pricing the moves."""
+    if at is not None and not (at.alltoallv or {}).get("piece", 0.0) > 0:
+        return None
+    hosted = np.arange(P)  # job rank q hosts native rank hosted[q]
+    if ranks is not None:
+        hosted[np.asarray(ranks, np.int64)] = np.arange(P)
+    out = np.zeros(P, np.int64)
+    for m in phase_moves:
+        sent, got = piece_counts(m.src, m.src_mesh, m.dst, m.dst_mesh)
+        out += sent + got[hosted] if m.into else sent[hosted] + got
+    return out
 
 
 def move_seconds(
@@ -178,9 +217,12 @@ def move_seconds(
     a native run prepares before its timed region (MovePrice.with_setup)."""
     out = {"redistribute_in": 0.0, "redistribute_out": 0.0, "closing_barrier": 0.0}
     for into, phase in ((True, "redistribute_in"), (False, "redistribute_out")):
-        batch = [move_counts(m, ranks) for m in all_moves if m.into == into]
-        if batch:  # the moves in run as one exchange (layouts/batch.py)
-            out[phase] = transfer_seconds(sum(batch), itemsize, profile, ranks_per_node, links)
+        group = [m for m in all_moves if m.into == into]
+        if group:  # the moves in run as one exchange (layouts/batch.py)
+            counts = sum(move_counts(m, ranks) for m in group)
+            pieces = phase_pieces(group, ranks, counts.shape[0], profile.at(ranks_per_node))
+            args = (itemsize, profile, ranks_per_node, links, pieces)
+            out[phase] = transfer_seconds(counts, *args)
     if all_moves:
         P = all_moves[0].src_mesh.size
         ends = ending_barriers(
@@ -276,7 +318,9 @@ def price_moves(
     for into in phases:  # the moves in run as one exchange (layouts/batch.py)
         if keys[into]:
             src, dst, count = summed_pairs(keys[into], counts[into], P)
-            args = (profile, itemsize, ranks_per_node, links)
+            group = [m for m in all_moves if m.into == into]
+            pieces = phase_pieces(group, pi, P, profile.at(ranks_per_node))
+            args = (profile, itemsize, ranks_per_node, links, pieces)
             phases[into] = pairs_seconds(src, dst, count, P, *args)
     in_end, closing = ending_barriers(
         phases[True], phases[False], P, profile, ranks_per_node, links
@@ -308,7 +352,9 @@ def _by_sides(all_moves, overlaps, pi, P: int, profile, itemsize: int, rpn: int)
         if group:  # the moves in run as one exchange (layouts/batch.py)
             per_rank = (each[0] if len(each) == 1 else PhasePairs.of(group, into, P)).per_rank(pi)
             if per_rank[1].any():
-                seconds[phase] = ranks_seconds(per_rank, profile, itemsize, rpn)
+                moved = [m for m in all_moves if m.into == into]
+                pieces = phase_pieces(moved, pi, P, profile.at(rpn))
+                seconds[phase] = ranks_seconds(per_rank, profile, itemsize, rpn, pieces=pieces)
     return tuple(seconds), words
 
 
@@ -339,6 +385,7 @@ __all__ = [
     "pairs_seconds",
     "phase_barrier",
     "phase_end",
+    "phase_pieces",
     "ending_barriers",
     "plan_moves",
     "price_moves",
