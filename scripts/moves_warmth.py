@@ -28,11 +28,11 @@ from bench.model.redistribution import loads, pairs_seconds
 
 
 def timings(comm, nbytes: int, src_name: str, dst_name: str, n_cores: int) -> tuple | None:
-    """(loads, (sources, destinations, elements), cold seconds, warm seconds) of one move on
-    ``comm``; None where it moves nothing between ranks."""
+    """(loads, (sources, destinations, elements), pieces per rank, cold seconds, warm seconds)
+    of one move on ``comm``; None where it moves nothing between ranks."""
     from mpi4py import MPI
 
-    from layouts.counting import exchange_counts
+    from layouts.counting import exchange_counts, piece_counts
     from layouts.direct import direct, release
     from layouts.endpoints import user_layout
     from layouts.transfer import transfer
@@ -61,9 +61,11 @@ def timings(comm, nbytes: int, src_name: str, dst_name: str, n_cores: int) -> tu
                 laps.append(MPI.Wtime() - t0)
             best[mode] = min(best[mode], float(np.median(laps[1:])))
     release(move)
-    load = loads(s, d, counts[s, d], g, 4, max(g / n_cores, 1.0))
+    pieces = sum(piece_counts(src, smesh, dst, dmesh))  # sent and received, on rank r alike
+    load = loads(s, d, counts[s, d], g, 4, max(g / n_cores, 1.0), pieces=pieces)
     pairs = (s, d, counts[s, d])
-    return load, pairs, comm.bcast(best["cold"], root=0), comm.bcast(best["warm"], root=0)
+    cold, warm = (comm.bcast(best[k], root=0) for k in ("cold", "warm"))
+    return load, pairs, pieces, cold, warm
 
 
 def main() -> int:
@@ -95,8 +97,10 @@ def main() -> int:
                     )
                 if not root or got is None:
                     continue
-                load, pairs, cold, warm = got
-                model = pairs_seconds(*pairs, g, profile, 4, g) if profile else float("nan")
+                load, pairs, pieces, cold, warm = got
+                model = float("nan")
+                if profile:
+                    model = pairs_seconds(*pairs, g, profile, 4, g, pieces=pieces)
                 print(
                     f"{g:>5} {src_name + ' -> ' + dst_name:<22}{nbytes / 2**20:>6.2f}"
                     f"{load[0]:>6.0f}{load[1] / 2**20:>9.2f}{load[2] / 2**20:>11.2f}"
