@@ -21,6 +21,13 @@ def test_profile_errors(tmp_path):
     bad.write_text(json.dumps({"p2p": {}}))
     with pytest.raises(ProfileError, match="lacks"):
         Profile.load(bad)
+    # layout changes timed in rows another version's calibrate wrote: one line, not a traceback
+    from conftest import PROFILE
+
+    count = {"ranks": 2, "alltoallv": {"timed": [[1, 2e5, 4e5, 100, 7, 1e-4]]}}
+    bad.write_text(json.dumps({**PROFILE, "counts": [count]}))
+    with pytest.raises(ProfileError, match="at 2 ranks timed in rows of 4 or 5 numbers"):
+        Profile.load(bad)
 
 
 def test_a_profile_timed_on_an_unsteady_machine_says_so(profile_file):

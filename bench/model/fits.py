@@ -47,6 +47,19 @@ def count_alltoallv(count: dict, cores: int) -> dict[str, float]:
     return fit_alltoallv(rows)
 
 
+def checked_counts(counts: list) -> list:
+    """``counts`` (a profile's), raising ValueError (worded for "profile ... lacks") where a
+    count's timed layout changes are not rows this code reads (another version's calibrate)."""
+    for c in counts:
+        for row in c.get("alltoallv", {}).get("timed", []):
+            if len(row) not in (len(A2AV_TERMS) - 1, len(A2AV_TERMS)):
+                raise ValueError(
+                    f"layout changes at {c['ranks']} ranks timed in rows of "
+                    f"{len(A2AV_TERMS) - 1} or {len(A2AV_TERMS)} numbers (not {len(row)})"
+                )
+    return counts
+
+
 def _loads(row) -> list:
     """A timed row's loads (M, B, C, N), N = 0 in rows from before pieces were counted."""
     loads = list(row[:-1])
@@ -145,6 +158,7 @@ def _trimmed_fit(rows) -> tuple[float, ...]:
 
 __all__ = [
     "A2AV_TERMS",
+    "checked_counts",
     "count_alltoallv",
     "fit_alltoallv",
     "fit_collectives",

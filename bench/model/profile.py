@@ -3,10 +3,9 @@
 `distmm calibrate` writes it. Message and collective prices use the alpha-beta formulas of
 topology/costs.py with the fitted parameters, scaled by a measured factor per collective; with
 more ranks than cores, each collective's own alpha and beta fitted to its timings there
-(bench/model/fits.py).
-Redistributions are priced with coefficients fitted to whole layout changes timed at each rank
-count (:meth:`Profile.alltoallv_seconds`). GEMM rates are interpolated linearly in log(m),
-log(k), log(n) over the measured grid.
+(bench/model/fits.py). Redistributions are priced with coefficients fitted to whole layout
+changes timed at each rank count (:meth:`Profile.alltoallv_seconds`). GEMM rates are
+interpolated linearly in log(m), log(k), log(n) over the measured grid.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from topology.costs import EAGER_LIMIT, collective_seconds, exchange_seconds
 
 from .fits import (
     A2AV_TERMS,
+    checked_counts,
     count_alltoallv,
     fit_collectives,
     fit_sharing_alltoallv,
@@ -84,6 +84,7 @@ class Profile:
             raise ProfileError(f"profile {path} is not readable JSON ({err})") from None
         try:
             p2p = data["p2p"]
+            counts = sorted(checked_counts(data.get("counts", [])), key=lambda c: c["ranks"])
             profile = cls(
                 alpha=p2p["small"]["alpha"],
                 beta=p2p["small"]["beta"],
@@ -96,9 +97,9 @@ class Profile:
                 copy_bandwidth=float(data.get("copy_bandwidth", 5e9)),
                 cores=int(data["machine"]["cores"]),
                 meta=data.get("machine", {}),
-                counts=tuple(sorted(data.get("counts", []), key=lambda c: c["ranks"])),
+                counts=tuple(counts),
             )
-        except (KeyError, TypeError) as err:
+        except (KeyError, TypeError, ValueError) as err:
             raise ProfileError(f"profile {path} lacks {err} (re-run distmm calibrate)") from None
         return profile.with_own_time_slicing()
 
@@ -345,15 +346,8 @@ class Profile:
         memo = self.__dict__.setdefault("_gemm_memo", {})
         key = (m, k, n, dtype)
         if key not in memo:
-            memo[key] = (
-                2.0
-                * m
-                * k
-                * n
-                * self._rates(dtype).value((m, k, n))
-                * self.threading().share(self.threads, (m, k, n))
-                * self.busy
-            )
+            share = self.threading().share(self.threads, (m, k, n))
+            memo[key] = 2.0 * m * k * n * self._rates(dtype).value((m, k, n)) * share * self.busy
         return memo[key]
 
     def least_seconds_per_flop(self, dtype: str, shapes=None) -> float:
