@@ -348,6 +348,14 @@ def test_layout_changes_are_refitted_without_moves_that_moved_nothing(tmp_path):
     )
     data["counts"] = [count(4, timed[:3], per_core=1.0)]  # too few to refit: as stored
     assert Profile.load(_write(tmp_path, data)).at(4).alltoallv["copy"] == 1e-14
+    # rows with pieces take one more to refit: four are too few for five terms
+    n = (0, 300, 100, 700, 200, 0, 500, 100)  # not a sum of the other loads' parts
+    pieces = [[*r[:3], k, r[3] + 4e-8 * k] for k, r in zip(n, timed, strict=True)]
+    data["counts"] = [count(4, pieces[:4], per_core=1.0)]
+    assert Profile.load(_write(tmp_path, data)).at(4).alltoallv["copy"] == 1e-14
+    data["counts"] = [count(4, pieces, per_core=1.0)]
+    got = Profile.load(_write(tmp_path, data)).at(4).alltoallv
+    assert list(got.values()) == pytest.approx([*costs, 4e-8])
     # above the cores (one fit over those counts, times g / cores) the same rows are left out
     sharing = {**count(16, [[*r[:3], 2 * r[3]] for r in timed + noop]), "yielding": True}
     data["counts"] = [count(4, timed, per_core=1.0), sharing]

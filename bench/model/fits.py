@@ -41,7 +41,7 @@ def count_alltoallv(count: dict, cores: int) -> dict[str, float]:
     a2av, g = count["alltoallv"], count["ranks"]
     scale = 1.0 if "per_core" in a2av or g >= cores else g / cores
     rows = [[*(x * scale for x in r[:-1]), r[-1]] for r in a2av.get("timed", []) if r[1] > 0]
-    terms = len(A2AV_TERMS) - (not rows or len(rows[0]) < len(A2AV_TERMS) + 1)
+    terms = len(A2AV_TERMS) - (not rows or len(rows[0]) < len(A2AV_TERMS))  # pieces or not
     if len(rows) < terms:
         return {k: a2av.get(k, 0.0) for k in A2AV_TERMS}
     return fit_alltoallv(rows)
