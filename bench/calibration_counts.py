@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 
@@ -278,9 +279,9 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
             found = timed_move(names, nbytes, g, per_core)
             if found is None:  # cols and block on a 1 x g grid: the block itself, no move
                 continue
-            (src, smesh), (dst, dmesh), load = found
-            move = direct(transfer(src, smesh, dst, dmesh, comm), comm, np.float32)
-            block = np.ones(src.block_shape, np.float32)
+            move = transfer(found.src, found.src_mesh, found.dst, found.dst_mesh, comm)
+            move = direct(move, comm, np.float32)
+            block = np.ones(found.src.block_shape, np.float32)
             laps = []
             for _ in range(3 if quick or nbytes > 1 << 22 else 8):
                 evict()  # out of the caches, as a run's multiplication leaves them
@@ -290,15 +291,28 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
                 comm.Barrier()
                 laps.append(now() - t0)
             release(move)
-            rows.append([*load, comm.bcast(float(np.median(laps[1:])), root=0)])
+            rows.append([*found.loads, comm.bcast(float(np.median(laps[1:])), root=0)])
     return {**fit_alltoallv(rows), "timed": rows, "per_core": per_core}
 
 
-def timed_move(names: tuple[str, str], nbytes: int, g: int, per_core: float):
-    """((source layout, mesh), (destination layout, mesh), loads) of the layout change
-    ``names`` of a square float32 matrix of ``nbytes`` per rank on g ranks, as
-    :func:`alltoallv_costs` times it (its loads: bench.model.redistribution.loads, with the
-    pieces layouts.counting.piece_counts finds); None where it moves nothing."""
+class TimedMove(NamedTuple):
+    """One of calibrate's layout changes (:func:`timed_move`): the layouts and meshes, the pairs
+    (sources, destinations, elements) it moves, each rank's pieces and its loads as the model
+    prices them (bench.model.redistribution.loads)."""
+
+    src: object
+    src_mesh: object
+    dst: object
+    dst_mesh: object
+    pairs: tuple
+    pieces: np.ndarray
+    loads: tuple
+
+
+def timed_move(names: tuple[str, str], nbytes: int, g: int, per_core: float) -> TimedMove | None:
+    """The layout change ``names`` of a square float32 matrix of ``nbytes`` per rank on g
+    ranks, as :func:`alltoallv_costs` times it (its pieces: layouts.counting.piece_counts);
+    None where it moves nothing."""
     from bench.model.redistribution import loads
     from layouts.counting import exchange_counts, piece_counts
     from layouts.endpoints import user_layout
@@ -309,5 +323,7 @@ def timed_move(names: tuple[str, str], nbytes: int, g: int, per_core: float):
     s, d = np.nonzero(counts)
     if (s == d).all():
         return None
+    pairs = (s, d, counts[s, d])
     pieces = sum(piece_counts(src, smesh, dst, dmesh))  # sent and received, on rank r alike
-    return (src, smesh), (dst, dmesh), loads(s, d, counts[s, d], g, 4, per_core, pieces=pieces)
+    load = loads(*pairs, g, 4, per_core, pieces=pieces)
+    return TimedMove(src, smesh, dst, dmesh, pairs, pieces, load)

@@ -21,31 +21,27 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.calibration_counts import A2AV_MOVES, _evicting, alone
+from bench.calibration_counts import A2AV_MOVES, _evicting, alone, timed_move
 from bench.machine import cores, start_mpi
 from bench.model import Profile
-from bench.model.redistribution import loads, pairs_seconds
+from bench.model.redistribution import pairs_seconds
 
 
-def timings(comm, nbytes: int, src_name: str, dst_name: str, n_cores: int) -> tuple | None:
-    """(loads, (sources, destinations, elements), pieces per rank, cold seconds, warm seconds)
-    of one move on ``comm``; None where it moves nothing between ranks."""
+def timings(comm, nbytes: int, names: tuple[str, str], n_cores: int) -> tuple | None:
+    """(calibrate's move, bench.calibration_counts.TimedMove; cold seconds, warm seconds) of
+    one move on ``comm``; None where it moves nothing between ranks."""
     from mpi4py import MPI
 
-    from layouts.counting import exchange_counts, piece_counts
     from layouts.direct import direct, release
-    from layouts.endpoints import user_layout
     from layouts.transfer import transfer
 
     g = comm.Get_size()
-    n = int((nbytes * g / 4) ** 0.5)
-    (src, smesh), (dst, dmesh) = (user_layout(x, (n, n), g) for x in (src_name, dst_name))
-    counts = exchange_counts(src, smesh, dst, dmesh)
-    s, d = np.nonzero(counts)
-    if (s == d).all():
+    found = timed_move(names, nbytes, g, max(g / n_cores, 1.0))
+    if found is None:
         return None
-    move = direct(transfer(src, smesh, dst, dmesh, comm), comm, np.float32)
-    block = np.ones(src.block_shape, np.float32)
+    move = transfer(found.src, found.src_mesh, found.dst, found.dst_mesh, comm)
+    move = direct(move, comm, np.float32)
+    block = np.ones(found.src.block_shape, np.float32)
     evict = _evicting(comm) if g <= n_cores else (lambda: None)
     best = {"cold": np.inf, "warm": np.inf}
     for _ in range(2):  # rounds, cold and warm in turn
@@ -61,11 +57,8 @@ def timings(comm, nbytes: int, src_name: str, dst_name: str, n_cores: int) -> tu
                 laps.append(MPI.Wtime() - t0)
             best[mode] = min(best[mode], float(np.median(laps[1:])))
     release(move)
-    pieces = sum(piece_counts(src, smesh, dst, dmesh))  # sent and received, on rank r alike
-    load = loads(s, d, counts[s, d], g, 4, max(g / n_cores, 1.0), pieces=pieces)
-    pairs = (s, d, counts[s, d])
     cold, warm = (comm.bcast(best[k], root=0) for k in ("cold", "warm"))
-    return load, pairs, pieces, cold, warm
+    return found, cold, warm
 
 
 def main() -> int:
@@ -88,21 +81,17 @@ def main() -> int:
         if g > world.Get_size():
             continue
         for nbytes in (int(float(x) * 2**20) for x in args.mib.split(",")):
-            for src_name, dst_name in A2AV_MOVES:
+            for names in A2AV_MOVES:
                 with alone(world, g) as sub:
-                    got = (
-                        timings(sub, nbytes, src_name, dst_name, n_cores)
-                        if sub is not None
-                        else None
-                    )
+                    got = timings(sub, nbytes, names, n_cores) if sub is not None else None
                 if not root or got is None:
                     continue
-                load, pairs, pieces, cold, warm = got
-                model = float("nan")
+                found, cold, warm = got
+                load, model = found.loads, float("nan")
                 if profile:
-                    model = pairs_seconds(*pairs, g, profile, 4, g, pieces=pieces)
+                    model = pairs_seconds(*found.pairs, g, profile, 4, g, pieces=found.pieces)
                 print(
-                    f"{g:>5} {src_name + ' -> ' + dst_name:<22}{nbytes / 2**20:>6.2f}"
+                    f"{g:>5} {' -> '.join(names):<22}{nbytes / 2**20:>6.2f}"
                     f"{load[0]:>6.0f}{load[1] / 2**20:>9.2f}{load[2] / 2**20:>11.2f}"
                     f"{cold * 1e3:>9.3f}{warm * 1e3:>9.3f}{model * 1e3:>9.3f}"
                     f"{cold / model:>9.2f}{warm / model:>9.2f}",

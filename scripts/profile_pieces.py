@@ -36,7 +36,7 @@ def with_pieces(count: dict, cores: int) -> list | None:
         for names in A2AV_MOVES:
             found = timed_move(names, nbytes, g, per_core)
             if found is not None:
-                known.append([x * scale for x in found[2]])
+                known.append([x * scale for x in found.loads])
     out = []
     for row in a2av.get("timed", []):
         if len(row) == len(A2AV_TERMS):  # [M, B, C, N, seconds]: counted already
