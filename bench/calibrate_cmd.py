@@ -50,6 +50,7 @@ from .calibration_counts import at_each_count
 from .errors import UsageError
 from .files import write_json_atomic
 from .launch import find_mpiexec
+from .model.fits import fit_sharing_alltoallv, sharing_levels
 
 HEADERS = ("Size [B]", "Avg [us]", "Min [us]", "Max [us]", "Model [us]")  # collective tables
 
@@ -291,6 +292,7 @@ def _say_above_cores(say, counts: list[dict], cores: int, gemm: dict, threaded: 
             f"{own.efficiency():.3f}, the median over those counts of this profile's time for "
             "the GEMM timed there x ranks per core / its time with every rank working"
         )
+    _say_move_levels(say, counts, cores)
     fitted = profile.sliced_fit()
     if not fitted:
         return
@@ -301,6 +303,23 @@ def _say_above_cores(say, counts: list[dict], cores: int, gemm: dict, threaded: 
     for kind, (alpha, beta) in fitted.items():
         rate = f"{1 / beta / 1e9:.2f} GB/s" if beta > 0 else "-"
         say(f"  {kind:<15} alpha {alpha * 1e6:8.1f} us  {rate}")
+
+
+def _say_move_levels(say, counts: list[dict], cores: int) -> None:
+    """Above the cores, the layout changes' one fit and each count's level (how the model
+    prices them there: Profile._alltoallv_at)."""
+    sharing = [c for c in counts if "alltoallv" in c and c["ranks"] > cores]
+    if not sharing:
+        return
+    unit = fit_sharing_alltoallv(sharing, cores)
+    gs, levels = sharing_levels(sharing, cores, unit)
+    say(
+        f"\n# layout changes above the {cores} cores, one fit over every count there (with one "
+        f"rank per core: move {unit['start'] * 1e6:.0f} us, /msg {unit['message'] * 1e6:.1f} us, "
+        f"piece {unit['piece'] * 1e9:.1f} ns; grown with the ranks per core) at each count's "
+        "level, its own moves' median time over the fit's price: "
+        + ", ".join(f"{g}: {x:.2f}" for g, x in zip(gs, levels, strict=True))
+    )
 
 
 LAUNCH_VARS = ("PMI_", "PMIX_", "HYDRA_", "MPI_LOCAL", "OMPI_", "MPIR_CVAR_")

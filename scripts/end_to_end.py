@@ -22,6 +22,9 @@ in it) and every shape it runs ``distmm run --layouts IN --json --profile`` and 
   was made at, ``vs_a2a`` also sets the measured redistribution against the all-to-all
   calibrate timed there (the profile's table, interpolated), which no model stands between.
 Then one relabelling case: SUMMA's own layouts written on the transposed mesh move 0 bytes.
+
+With ``--replay CSV`` nothing runs: the redistributions of the runs a table holds are priced
+again with --profile (and the model as the code now has it), and their medians printed.
 """
 
 import argparse
@@ -41,8 +44,8 @@ from bench.endtoend import end_to_end  # noqa: E402
 from bench.files import save_csv_atomic  # noqa: E402
 from bench.launch import Launcher, run_argv  # noqa: E402
 from bench.machine import cores  # noqa: E402
-from bench.model import Profile, transfer_seconds  # noqa: E402
-from layouts.endpoints import move_counts  # noqa: E402
+from bench.model import Profile, plan_moves, price_moves, setup_seconds, transfer_seconds  # noqa: E402
+from layouts.endpoints import move_counts, user_layouts  # noqa: E402
 
 SHAPES = {"square": (3072, 3072, 3072), "tall-skinny": (8192, 1024, 512)}
 PHASES = ("redistribute_in", "redistribute_out")
@@ -149,6 +152,35 @@ def relabel_case(P: int) -> str:
     )
 
 
+def replay(path: str, profile: Profile) -> pd.DataFrame:
+    """A stored table's runs with their redistributions (in + out) priced again: each run on
+    one node (ranks per node = P, as this script runs them), the grid and relabelling the
+    runs had (bytes_equal held)."""
+    table = pd.read_csv(path)
+    priced = []
+    for r in table.itertuples():
+        module, shape = get(r.algo), SHAPES.get(r.shape)
+        if shape is None:
+            sys.exit(f"{path}: shape {r.shape!r} is not one of {', '.join(SHAPES)}")
+        plan = module.plan(shape, r.P, overlap=True)
+        users = user_layouts(dict.fromkeys("ABC", r.input), shape, r.P)
+        price = price_moves(plan_moves(users, plan), r.P, profile, 4, r.P)
+        price = price.with_setup(setup_seconds(module, plan, profile, "float32", r.P))
+        priced.append(price.redistribute_in + price.redistribute_out)
+    return table.assign(redist_pred_s=priced, **{"pred/meas": priced / table["redist_s"]})
+
+
+def redistribution_summary(table: pd.DataFrame) -> None:
+    errors = (table["pred/meas"] - 1).abs().dropna()
+    print(
+        f"redistribution predicted/measured: median |ratio - 1| "
+        f"{100 * statistics.median(errors):.1f}%, worst {100 * errors.max():.1f}%"
+    )
+    print("median predicted / measured by P and by input:")
+    print(table.groupby("P")["pred/meas"].median().round(2).to_frame().T.to_string())
+    print(table.groupby("input")["pred/meas"].median().round(2).to_frame().T.to_string())
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--profile", default="results/profile.json")
@@ -159,8 +191,16 @@ def main() -> None:
     p.add_argument("--shape", help="one M,K,N instead of --shapes (a quick look)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--out", default="results/end_to_end.csv")
+    p.add_argument("--replay", metavar="CSV", help="price a stored table's runs again; run none")
     args = p.parse_args()
     profile_path = Path(args.profile).resolve()  # the runs start in ROOT
+    if args.replay:
+        if not profile_path.exists():
+            sys.exit(f"--replay needs an existing --profile ({profile_path} not found)")
+        table = replay(args.replay, Profile.load(profile_path))
+        print(f"{len(table)} runs of {args.replay} priced with {args.profile}")
+        redistribution_summary(table)
+        return
     if not profile_path.exists():
         print(f"calibrating on {cores()} ranks -> {profile_path}", file=sys.stderr, flush=True)
         state, rc, _, err = Launcher.find().run(
@@ -200,10 +240,7 @@ def main() -> None:
         f"\n{len(table)} runs: verified {int(table['verified'].sum())}/{len(table)}; "
         f"bytes equal to the model on every rank {int(table['bytes_equal'].sum())}/{len(table)}"
     )
-    print(
-        f"redistribution predicted/measured: median |ratio - 1| "
-        f"{100 * statistics.median(errors):.1f}%, worst {100 * errors.max():.1f}%"
-    )
+    redistribution_summary(table)
     by_p = table.assign(
         redistribution=errors,
         end_to_end=(table["e2e_pred/meas"] - 1).abs(),

@@ -12,6 +12,7 @@ from launch import distmm
 from algorithms import ALGORITHMS, get
 from bench.model import Profile, move_seconds, plan_moves, price_moves, transfer_seconds
 from bench.model.bound import memory_independent_bound, words_bound
+from bench.model.fits import sharing_scale
 from layouts.endpoints import relabelling, user_layouts
 
 SWAPPED = "((2_c, 32), (2_r, 32))@r=2,c=2"  # 2 x 2 blocks, block (i, j) on rank (j, i)
@@ -218,8 +219,6 @@ def _measured(g, costs, cores=2):
     """A count entry whose layout changes took exactly start + message x M + byte x B + copy
     x C + piece x N, each grown as the ranks share the cores (bench.model.fits.sharing_scale:
     messages with the ranks per core, the rest with its square)."""
-    from bench.model.fits import sharing_scale
-
     scaled = [k * s for k, s in zip(costs, sharing_scale(g / cores), strict=True)]
     rows = [
         [m, b, c, n] for m in (1, g - 1) for b in (1e5, 4e6) for c in (2e5, 9e6) for n in (0, 5e4)
@@ -284,6 +283,36 @@ def test_measured_layout_changes_price_redistributions(tmp_path):
         assert Profile.load(f).at(g).alltoallv == pytest.approx(
             {k: v * g / 2 for k, v in two.items()}
         )
+
+
+def test_each_count_above_the_cores_priced_at_its_own_level(tmp_path):
+    """Counts above the cores measured at different speeds (4 at 0.8x the law, 8 at 1.5x):
+    one fit over both gives how the terms grow, each count's median row priced as it took."""
+    costs = (1e-4, 3e-5, 2e-10, 1e-10, 4e-8)
+    counts = {}
+    for g, level in ((4, 0.8), (8, 1.5)):
+        counts[g] = _measured(g, costs)
+        for row in counts[g]["alltoallv"]["timed"]:
+            row[-1] *= level
+    f = tmp_path / "levels.json"
+    f.write_text(json.dumps({**PROFILE, "counts": list(counts.values())}))
+    prof = Profile.load(f)
+
+    def ratios(g: int) -> list[float]:
+        c = prof.at(g).alltoallv
+        rows = counts[g]["alltoallv"]["timed"]
+        return [r[-1] / np.dot([c[k] for k in c], [1.0, *r[:-1]]) for r in rows]
+
+    for g in (4, 8):
+        assert np.median(ratios(g)) == pytest.approx(1.0)
+    # the one fit's terms (grown as fits.sharing_scale) times a level: the counts' levels
+    # 1.5 / 0.8 apart, linear between them, the largest's past it (the terms grown as g)
+    level = {
+        g: np.array(list(prof.at(g).alltoallv.values())) / sharing_scale(g / 2) for g in (4, 6, 8)
+    }
+    assert level[8] / level[4] == pytest.approx(np.full(5, 1.5 / 0.8), rel=0.01)
+    assert level[6] == pytest.approx((level[4] + level[8]) / 2)
+    assert list(prof.at(16).alltoallv.values()) == pytest.approx(2 * level[8] * sharing_scale(4))
 
 
 def test_plan_table_columns_never_run_together():

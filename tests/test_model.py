@@ -551,6 +551,8 @@ def test_calibrate_up_to_measures_the_larger_counts_in_a_job_of_its_own(tmp_path
         assert "GEMMs and rank counts 2 to 3: in a job of 3 ranks" in r.stdout
         busy = min(3, cores())
         assert f"one core per rank, {busy} ranks at once (in the job of 3)" in r.stdout
+        # the layout changes at 3 ranks on 2 cores: priced at their own level (fits.sharing_levels)
+        assert (f"layout changes above the {cores()} cores" in r.stdout) == (cores() == 2)
     else:
         assert "rank counts 2 to 3: in a job of 3 ranks" in r.stdout
     data = json.loads(prof.read_text())

@@ -76,6 +76,28 @@ def fit_sharing_alltoallv(sharing: list[dict], cores: int) -> dict[str, float]:
     return dict(zip(A2AV_TERMS, map(float, coef), strict=True))
 
 
+def sharing_levels(sharing: list[dict], cores: int, unit: dict) -> tuple[list, list]:
+    """(counts, level of each): above the cores, how much slower each count's own moves ran
+    than the one fit over them all (``unit``, :func:`fit_sharing_alltoallv`) prices them, the
+    median over its rows. The fit gives how the terms grow with the ranks per core, each
+    count's level what that count measured: on a 2-core VM whose speed swung 2.8x during a
+    calibration, the fit alone priced the moves of 96 end-to-end runs at 4, 8, 9 and 16 ranks
+    a median 0.75, 1.13, 0.83 and 1.42x what they took (24.1% off); with the levels 0.84,
+    1.17, 0.91 and 1.25x (18.3%; results/vm-2c-xeon, profile_7 and end_to_end_7)."""
+    counts, levels = [], []
+    for c in sorted(sharing, key=lambda c: c["ranks"]):
+        scale = sharing_scale(c["ranks"] / cores)
+        rows = [r for r in c["alltoallv"]["timed"] if r[1] > 0]
+        priced = [
+            float(np.dot([unit[k] for k in A2AV_TERMS] * scale, [1.0, *_loads(r)])) for r in rows
+        ]
+        ratios = [r[-1] / p for r, p in zip(rows, priced, strict=True) if p > 0]
+        if ratios:
+            counts.append(c["ranks"])
+            levels.append(float(np.median(ratios)))
+    return counts, levels
+
+
 def sharing_scale(per_core: float) -> np.ndarray:
     """What a redistribution's coefficients (A2AV_TERMS) are multiplied by with ``per_core``
     ranks on each core (at least 1): its messages by per_core (the cores time-slice every

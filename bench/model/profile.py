@@ -26,6 +26,7 @@ from .fits import (
     count_alltoallv,
     fit_collectives,
     fit_sharing_alltoallv,
+    sharing_levels,
     sharing_scale,
 )
 from .gemm_rates import GemmRates, Threading
@@ -259,7 +260,8 @@ class Profile:
         time-slice every rank's part, so the costs grow with g / cores (fits.sharing_scale)
         up to the largest count measured, and as g past it (squared, 8192 ranks on 16 cores
         priced a move's start 262 144 units): one fit over every count measured there (a
-        single count's fit swings with the scheduler); with none measured there, the largest
+        single count's fit swings with the scheduler) at each count's own level (linear
+        between counts: fits.sharing_levels); with none measured there, the largest
         count's coefficients times g / cores (without it a `-n 2` profile on 2 cores priced
         B copied to 4 ranks, tesseract 1x1x4 from blocks at 4096^3, at 19 ms where it took
         91-126, and the planner sent B to all 8192 ranks)."""
@@ -272,6 +274,10 @@ class Profile:
         scale = sharing_scale(min(g, top) / self.cores) * max(g / top, 1.0)
         if g > self.cores and sharing:
             unit = self._once("a2av_unit", lambda: fit_sharing_alltoallv(sharing, self.cores))
+            gs, levels = self._once(
+                "a2av_levels", lambda: sharing_levels(sharing, self.cores, unit)
+            )
+            scale = scale * (float(np.interp(g, gs, levels)) if gs else 1.0)
             return {k: unit[k] * float(x) for k, x in zip(A2AV_TERMS, scale, strict=True)}
         fitting = [c for c in measured if c["ranks"] <= self.cores] or measured
         gs = [c["ranks"] for c in fitting]
