@@ -153,9 +153,9 @@ def relabel_case(P: int) -> str:
 
 
 def replay(path: str, profile: Profile) -> pd.DataFrame:
-    """A stored table's runs with their redistributions (in + out) priced again: each run on
-    one node (ranks per node = P, as this script runs them), the grid and relabelling the
-    runs had (bytes_equal held)."""
+    """A stored table's runs with their redistributions (in + out) priced again: each run
+    float32 on one node (ranks per node = P) with the algorithm's default grid and the
+    relabelling, as this script runs them."""
     table = pd.read_csv(path)
     priced = []
     for r in table.itertuples():

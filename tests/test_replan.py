@@ -63,12 +63,14 @@ def test_the_model_holds_on_the_2_core_vms_runs_at_2_to_16_ranks():
 def test_the_moves_hold_on_the_2_core_vms_end_to_end_runs():
     """Issue 12's redistribution target on stored runs (results/vm-2c-xeon, scripts/end_to_end.py
     --replay): every algorithm from block-cyclic:64 and cols at P = 4, 8, 9, 16 (96 runs, 2
-    to 8 ranks a core) priced with the calibration made just before them: 18.3% off (24.1%
-    before each count above the cores was priced at its own level, fits.sharing_levels)."""
+    to 8 ranks a core) priced with the calibration made just before them. Runs 7: 18.3% off
+    (24.1% before each count above the cores was priced at its own level, fits.sharing_levels,
+    chosen on these); runs 8, measured after: 11.4% (21.1% with the one fit alone)."""
     vm = ROOT / "results" / "vm-2c-xeon"
-    table, profile = str(vm / "end_to_end_7.csv"), str(vm / "profile_7.json")
-    r = script("end_to_end.py", "--replay", table, "--profile", profile)
-    assert r.returncode == 0, r.stderr
-    assert "96 runs of" in r.stdout
-    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("redistribution predicted"))
-    assert float(line.split("|ratio - 1| ")[1].split("%")[0]) < 20.0
+    for n, most in ((7, 20.0), (8, 15.0)):
+        table, profile = str(vm / f"end_to_end_{n}.csv"), str(vm / f"profile_{n}.json")
+        r = script("end_to_end.py", "--replay", table, "--profile", profile)
+        assert r.returncode == 0, r.stderr
+        assert "96 runs of" in r.stdout
+        line = next(ln for ln in r.stdout.splitlines() if ln.startswith("redistribution pred"))
+        assert float(line.split("|ratio - 1| ")[1].split("%")[0]) < most, n

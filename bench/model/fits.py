@@ -83,7 +83,8 @@ def sharing_levels(sharing: list[dict], cores: int, unit: dict) -> tuple[list, l
     count's level what that count measured: on a 2-core VM whose speed swung 2.8x during a
     calibration, the fit alone priced the moves of 96 end-to-end runs at 4, 8, 9 and 16 ranks
     a median 0.75, 1.13, 0.83 and 1.42x what they took (24.1% off); with the levels 0.84,
-    1.17, 0.91 and 1.25x (18.3%; results/vm-2c-xeon, profile_7 and end_to_end_7)."""
+    1.17, 0.91 and 1.25x (18.3%; results/vm-2c-xeon, profile_7 and end_to_end_7), and 96 runs
+    measured afterwards 1.03, 1.12, 0.95 and 0.98x (11.4%; 21.1% with the fit alone)."""
     counts, levels = [], []
     for c in sorted(sharing, key=lambda c: c["ranks"]):
         scale = sharing_scale(c["ranks"] / cores)
