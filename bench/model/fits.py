@@ -87,11 +87,9 @@ def sharing_levels(sharing: list[dict], cores: int, unit: dict) -> tuple[list, l
     measured afterwards 1.03, 1.12, 0.95 and 0.98x (11.4%; 21.1% with the fit alone)."""
     counts, levels = [], []
     for c in sorted(sharing, key=lambda c: c["ranks"]):
-        scale = sharing_scale(c["ranks"] / cores)
+        coef = np.array([unit[k] for k in A2AV_TERMS]) * sharing_scale(c["ranks"] / cores)
         rows = [r for r in c["alltoallv"]["timed"] if r[1] > 0]
-        priced = [
-            float(np.dot([unit[k] for k in A2AV_TERMS] * scale, [1.0, *_loads(r)])) for r in rows
-        ]
+        priced = [float(np.dot(coef, [1.0, *_loads(r)])) for r in rows]
         ratios = [r[-1] / p for r, p in zip(rows, priced, strict=True) if p > 0]
         if ratios:
             counts.append(c["ranks"])
