@@ -182,18 +182,21 @@ def transfer_seconds(
     return pairs_seconds(src, dst, counts[src, dst], len(counts), *args)
 
 
-def phase_pieces(phase_moves: Sequence[Move], ranks, P: int, at=None) -> np.ndarray | None:
-    """The pieces (layouts.counting.piece_counts) each job rank copies in ``phase_moves``, the
-    moves of one phase, native mesh rank x on job rank ``ranks[x]`` (None: on rank x); None
-    where ``at`` (a Profile.at) prices no piece (a calibration from before they were counted,
-    or one without layout changes): counting them costs a tenth of pricing the moves."""
+def phase_pieces(
+    all_moves: Sequence[Move], into: bool, ranks, P: int, at=None
+) -> np.ndarray | None:
+    """The pieces (layouts.counting.piece_counts) each job rank copies in the phase in
+    (``into``) or out of ``all_moves``, native mesh rank x on job rank ``ranks[x]`` (None: on
+    rank x); None where ``at`` (a Profile.at) prices no piece (a calibration from before they
+    were counted, or one without layout changes): counting them costs a tenth of pricing the
+    moves, so callers count them only for a phase that moves something between ranks."""
     if at is not None and not (at.alltoallv or {}).get("piece", 0.0) > 0:
         return None
     hosted = np.arange(P)  # job rank q hosts native rank hosted[q]
     if ranks is not None:
         hosted[np.asarray(ranks, np.int64)] = np.arange(P)
     out = np.zeros(P, np.int64)
-    for m in phase_moves:
+    for m in (m for m in all_moves if m.into == into):
         sent, got = piece_counts(m.src, m.src_mesh, m.dst, m.dst_mesh)
         out += sent + got[hosted] if m.into else sent[hosted] + got
     return out
@@ -220,9 +223,11 @@ def move_seconds(
         group = [m for m in all_moves if m.into == into]
         if group:  # the moves in run as one exchange (layouts/batch.py)
             counts = sum(move_counts(m, ranks) for m in group)
-            pieces = phase_pieces(group, ranks, counts.shape[0], profile.at(ranks_per_node))
-            args = (itemsize, profile, ranks_per_node, links, pieces)
-            out[phase] = transfer_seconds(counts, *args)
+            if counts.sum() > np.trace(counts):  # (else nothing moves: no price)
+                at = profile.at(ranks_per_node)
+                pieces = phase_pieces(all_moves, into, ranks, counts.shape[0], at)
+                args = (itemsize, profile, ranks_per_node, links, pieces)
+                out[phase] = transfer_seconds(counts, *args)
     if all_moves:
         P = all_moves[0].src_mesh.size
         ends = ending_barriers(
@@ -318,10 +323,10 @@ def price_moves(
     for into in phases:  # the moves in run as one exchange (layouts/batch.py)
         if keys[into]:
             src, dst, count = summed_pairs(keys[into], counts[into], P)
-            group = [m for m in all_moves if m.into == into]
-            pieces = phase_pieces(group, pi, P, profile.at(ranks_per_node))
-            args = (profile, itemsize, ranks_per_node, links, pieces)
-            phases[into] = pairs_seconds(src, dst, count, P, *args)
+            if count[src != dst].any():  # (else nothing moves: no price)
+                pieces = phase_pieces(all_moves, into, pi, P, profile.at(ranks_per_node))
+                args = (profile, itemsize, ranks_per_node, links, pieces)
+                phases[into] = pairs_seconds(src, dst, count, P, *args)
     in_end, closing = ending_barriers(
         phases[True], phases[False], P, profile, ranks_per_node, links
     )
@@ -352,8 +357,7 @@ def _by_sides(all_moves, overlaps, pi, P: int, profile, itemsize: int, rpn: int)
         if group:  # the moves in run as one exchange (layouts/batch.py)
             per_rank = (each[0] if len(each) == 1 else PhasePairs.of(group, into, P)).per_rank(pi)
             if per_rank[1].any():
-                moved = [m for m in all_moves if m.into == into]
-                pieces = phase_pieces(moved, pi, P, profile.at(rpn))
+                pieces = phase_pieces(all_moves, into, pi, P, profile.at(rpn))
                 seconds[phase] = ranks_seconds(per_rank, profile, itemsize, rpn, pieces=pieces)
     return tuple(seconds), words
 
