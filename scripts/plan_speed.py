@@ -4,11 +4,17 @@
     .venv/bin/python scripts/plan_speed.py [--profile results/profile.json] [--P 64,512]
         [--shapes 8192,8192,8192] [--layouts block,native] [--limit-gib 8] [--repeat 3]
 
-Without --profile it uses the tests' profile with round numbers (what the planner costs does not
-depend much on the figures). Wall time counts the whole command: start-up, imports, pricing and
-printing; CPU time (user + system) is the figure other jobs on the machine inflate least. With
---repeat N every plan runs N times, the plans taking turns (a slow spell of a shared machine then
-slows them alike), and the medians are printed (peak RSS: the largest).
+Without --profile it uses the tests' profile with round numbers. From native layouts what the
+planner costs does not depend much on the figures; from the user's layouts it does: that profile
+has no layout-change coefficients, so the search's lower bounds on moves are 0 and it counts no
+pieces (at P = 8192 from block, 8192^3: 13 layouts' moves priced exactly, 8 with
+results/vm-2c-xeon/profile_8.json, which counts pieces; 1.95 and 2.44 s wall here). Give a
+calibrated profile for the figure a user sees.
+
+Wall time counts the whole command: start-up, imports, pricing and printing; CPU time (user +
+system) is the figure other jobs on the machine inflate least. With --repeat N every plan runs N
+times, the plans taking turns (a slow spell of a shared machine then slows them alike), and the
+medians are printed (peak RSS: the largest).
 """
 
 import argparse
