@@ -50,7 +50,7 @@ from .calibration_counts import at_each_count
 from .errors import UsageError
 from .files import write_json_atomic
 from .launch import find_mpiexec
-from .model.fits import fit_sharing_alltoallv, sharing_levels
+from .model.fits import sharing_moves
 
 HEADERS = ("Size [B]", "Avg [us]", "Min [us]", "Max [us]", "Model [us]")  # collective tables
 
@@ -308,11 +308,10 @@ def _say_above_cores(say, counts: list[dict], cores: int, gemm: dict, threaded: 
 def _say_move_levels(say, counts: list[dict], cores: int) -> None:
     """Above the cores, the layout changes' one fit and each count's level (how the model
     prices them there: Profile._alltoallv_at)."""
-    sharing = [c for c in counts if "alltoallv" in c and c["ranks"] > cores]
-    if not sharing:
+    found = sharing_moves(counts, cores)
+    if found is None:
         return
-    unit = fit_sharing_alltoallv(sharing, cores)
-    gs, levels = sharing_levels(sharing, cores, unit)
+    unit, gs, levels = found
     say(
         f"\n# layout changes above the {cores} cores, one fit over every count there (with one "
         f"rank per core: move {unit['start'] * 1e6:.0f} us, /msg {unit['message'] * 1e6:.1f} us, "

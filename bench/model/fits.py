@@ -97,6 +97,18 @@ def sharing_levels(sharing: list[dict], cores: int, unit: dict) -> tuple[list, l
     return counts, levels
 
 
+def sharing_moves(counts: list[dict], cores: int) -> tuple[dict, list, list] | None:
+    """How calibrate's ``counts`` price layout changes above the ``cores``: (the one fit,
+    :func:`fit_sharing_alltoallv`; the counts and their levels, :func:`sharing_levels`), None
+    where no count there timed any (what Profile._alltoallv_at prices with and calibrate
+    prints)."""
+    sharing = [c for c in counts if "alltoallv" in c and c["ranks"] > cores]
+    if not sharing:
+        return None
+    unit = fit_sharing_alltoallv(sharing, cores)
+    return unit, *sharing_levels(sharing, cores, unit)
+
+
 def sharing_scale(per_core: float) -> np.ndarray:
     """What a redistribution's coefficients (A2AV_TERMS) are multiplied by with ``per_core``
     ranks on each core (at least 1): its messages by per_core (the cores time-slice every

@@ -25,8 +25,7 @@ from .fits import (
     checked_counts,
     count_alltoallv,
     fit_collectives,
-    fit_sharing_alltoallv,
-    sharing_levels,
+    sharing_moves,
     sharing_scale,
 )
 from .gemm_rates import GemmRates, Threading
@@ -273,10 +272,7 @@ class Profile:
         top = max([self.cores, *(c["ranks"] for c in sharing)])
         scale = sharing_scale(min(g, top) / self.cores) * max(g / top, 1.0)
         if g > self.cores and sharing:
-            unit = self._once("a2av_unit", lambda: fit_sharing_alltoallv(sharing, self.cores))
-            gs, levels = self._once(
-                "a2av_levels", lambda: sharing_levels(sharing, self.cores, unit)
-            )
+            unit, gs, levels = self._once("a2av", lambda: sharing_moves(measured, self.cores))
             scale = scale * (float(np.interp(g, gs, levels)) if gs else 1.0)
             return {k: unit[k] * float(x) for k, x in zip(A2AV_TERMS, scale, strict=True)}
         fitting = [c for c in measured if c["ranks"] <= self.cores] or measured
