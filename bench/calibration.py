@@ -201,7 +201,8 @@ def gemm_threads(world, quick: bool, cores: int) -> dict[str, list[list[float]]]
 
 def _timed_passes(world, quick: bool, shapes, dtype: str, active: bool, threads: int):
     """Each shape's seconds per GEMM, the median over GEMM_PASSES passes of the median over
-    the active ranks (the others asleep), each active rank with ``threads`` BLAS threads."""
+    the active ranks (the others asleep), each active rank with ``threads`` BLAS threads, each
+    shape's time taken at the machine's usual speed (:func:`steady_times`)."""
     from threadpoolctl import threadpool_limits
 
     from algorithms.local_gemm import gemm_rows
@@ -210,11 +211,14 @@ def _timed_passes(world, quick: bool, shapes, dtype: str, active: bool, threads:
     # cores are all busy may clock higher on them (on one core here the rate was the same)
     largest = max(max(m * k, k * n) for m, k, n in shapes) if active else 0
     data = np.random.default_rng(world.Get_rank()).standard_normal(2 * largest, dtype=dtype)
-    passes = []
+    a, b, c, tmp = (x.astype(dtype) for x in _square_operands(world.Get_rank(), PROBE_GEMM))
+    ref = (a, b, c, True, tmp)  # gemm_rows' arguments
+    passes, refs = [], []
     for _ in range(1 if quick else GEMM_PASSES):
-        times = [0.0] * len(shapes)
+        times, beside = [0.0] * len(shapes), [0.0] * len(shapes)
         sleep_until_all(world)  # once a pass: the measuring ranks keep pace on their own
         with threadpool_limits(limits=threads, user_api="blas"):
+            gemm_rows(*ref)  # warm-up
             for i, (m, k, n) in enumerate(shapes if active else ()):
                 a = data[: m * k].reshape(m, k)
                 b = data[largest : largest + k * n].reshape(k, n)
@@ -225,10 +229,38 @@ def _timed_passes(world, quick: bool, shapes, dtype: str, active: bool, threads:
                 for _ in range(reps):
                     gemm_rows(a, b, c, True, tmp)
                 times[i] = (now() - t0) / reps
+                beside[i] = _reference_seconds(ref, gemm_rows)
         sleep_until_all(world)
-        measured = np.array([t for t in world.allgather(times) if t[0] > 0])
-        passes.append(np.median(measured, axis=0))
-    return np.median(np.array(passes), axis=0)
+        passes.append(times)
+        refs.append(beside)
+    steady = steady_times(np.array(passes), np.array(refs)) if active else np.zeros(len(shapes))
+    measured = np.array([t for t in world.allgather(steady.tolist()) if t[0] > 0])
+    return np.median(measured, axis=0)
+
+
+def _reference_seconds(ref: tuple, gemm_rows) -> float:
+    """Seconds of the reference PROBE_GEMM^3 GEMM, the median of three."""
+    laps = []
+    for _ in range(3):
+        t0 = now()
+        gemm_rows(*ref)
+        laps.append(now() - t0)
+    return float(np.median(laps))
+
+
+def steady_times(times: np.ndarray, refs: np.ndarray) -> np.ndarray:
+    """Each shape's seconds from ``times[p, i]`` (pass p, shape i), each timed beside a
+    reference GEMM taking ``refs[p, i]``: every time scaled by the reference's median over
+    all of them over its own, then the median over passes. A slow spell of the machine slows
+    the shape and the reference beside it alike, so it leaves the table at the machine's
+    usual speed. The median over passes alone kept what hit the same shapes in every pass: in
+    one calibration on a 2-core VM (results/vm-2c-xeon/calibrate_9.txt) the 25 shapes with
+    m = 16, timed first in each pass, took a median 2.33 times (14 of them over 2) what the
+    calibration before had measured, the others 1.26, and the table skewed the planner's
+    choices: 32 cases from block priced again with it chose the fastest in 16 and 13 of two
+    sweeps (18 and 18 with that table swapped for the earlier one's; 22 and 24 with the
+    earlier profile whole)."""
+    return np.median(times * (np.median(refs) / refs), axis=0)
 
 
 def copy_bandwidth(world, cores: int) -> float:
