@@ -3,6 +3,7 @@
 import json
 import time
 
+import numpy as np
 import pytest
 from launch import distmm, distmm_mpi
 
@@ -60,6 +61,25 @@ def test_counts_timed_in_a_slow_spell_are_measured_again():
     assert to_measure_again(steady[:4] + [[1.0, 1.3], [1.6, 1.0]]) == [4, 5]
     assert to_measure_again(steady[:3] + [[1.0, 1.3], [1.6, 1.0], [1.4, 1.5]]) == []
     assert to_measure_again([]) == []
+
+
+def test_gemm_shapes_timed_in_a_slow_spell_keep_the_usual_speed():
+    """Each GEMM shape is timed beside a reference GEMM and scaled by the references' median
+    over its own (bench.calibration.steady_times): a spell that slows the first shape of
+    every pass (where the median over passes cannot help) or one shape of one pass leaves the
+    table as the machine's usual speed (the references' median) gives it."""
+    from bench.calibration import steady_times
+
+    usual = np.array([1.0, 2.0, 4.0, 8.0])  # 4 shapes' seconds
+    ref = 0.5
+    slow = np.ones((3, 4))  # 3 passes
+    slow[:, 0] = 2.5  # the first shape of every pass
+    slow[1, 3] = 3.0  # and the last of one pass
+    found = steady_times(usual * slow, ref * slow)
+    assert np.allclose(found, usual)
+    assert not np.allclose(np.median(usual * slow, axis=0), usual)  # the median over passes
+    # a machine that held still: the times as timed
+    assert np.allclose(steady_times(np.tile(usual, (3, 1)), np.full((3, 4), ref)), usual)
 
 
 def _count(g, alpha, factor, yielding=False):
