@@ -161,7 +161,8 @@ def gemm_rates(world, quick: bool, cores: int) -> dict[str, list[list[float]]]:
     rank (one BLAS thread, whatever the job's ranks per node give), at most `cores` ranks at
     once, each shape repeated for about 20 ms, in GEMM_PASSES passes over the grid, the median
     kept: one pass put the same shape's rate anywhere from 52 to 83 GFLOP/s in five
-    calibrations here (a neighbour's burst hits a shape, not the grid)."""
+    calibrations here (a neighbour's burst hits a shape, not the grid); each time taken at the
+    machine's usual speed by a reference GEMM timed beside it (:func:`steady_times`)."""
     grid = GEMM_GRID[::2] if quick else GEMM_GRID
     shapes = [(m, k, n) for m in grid for k in grid for n in grid]
     out: dict[str, list] = {}
@@ -258,8 +259,8 @@ def steady_times(times: np.ndarray, refs: np.ndarray) -> np.ndarray:
     m = 16, timed first in each pass, took a median 2.33 times (14 of them over 2) what the
     calibration before had measured, the others 1.26, and the table skewed the planner's
     choices: 32 cases from block priced again with it chose the fastest in 16 and 13 of two
-    sweeps (18 and 18 with that table swapped for the earlier one's; 22 and 24 with the
-    earlier profile whole)."""
+    sweeps (18 and 18 with its GEMM tables and copy bandwidth swapped for the earlier one's;
+    22 and 24 with the earlier profile whole)."""
     return np.median(times * (np.median(refs) / refs), axis=0)
 
 
