@@ -39,14 +39,13 @@ from .calibration import (
     collectives,
     copy_bandwidth,
     fit,
-    gemm_rates,
-    gemm_threads,
     pingpong,
     sleep_until_all,
     speed_probe,
     steadiness_text,
 )
 from .calibration_counts import at_each_count
+from .calibration_gemm import gemm_rates, gemm_threads
 from .errors import UsageError
 from .files import write_json_atomic
 from .launch import find_mpiexec

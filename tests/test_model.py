@@ -65,10 +65,10 @@ def test_counts_timed_in_a_slow_spell_are_measured_again():
 
 def test_gemm_shapes_timed_in_a_slow_spell_keep_the_usual_speed():
     """Each GEMM shape is timed beside a reference GEMM and scaled by the references' median
-    over its own (bench.calibration.steady_times): a spell that slows the first shape of
+    over its own (bench.calibration_gemm.steady_times): a spell that slows the first shape of
     every pass (where the median over passes cannot help) or one shape of one pass leaves the
     table as the machine's usual speed (the references' median) gives it."""
-    from bench.calibration import steady_times
+    from bench.calibration_gemm import steady_times
 
     usual = np.array([1.0, 2.0, 4.0, 8.0])  # 4 shapes' seconds
     ref = 0.5
