@@ -72,8 +72,8 @@ def _timed_passes(world, quick: bool, shapes, dtype: str, active: bool, threads:
     # cores are all busy may clock higher on them (on one core here the rate was the same)
     largest = max(max(m * k, k * n) for m, k, n in shapes) if active else 0
     data = np.random.default_rng(world.Get_rank()).standard_normal(2 * largest, dtype=dtype)
-    a, b, c, tmp = (x.astype(dtype) for x in _square_operands(world.Get_rank(), PROBE_GEMM))
-    ref = (a, b, c, True, tmp)  # gemm_rows' arguments
+    ops = [x.astype(dtype) for x in _square_operands(world.Get_rank(), PROBE_GEMM)]
+    ref = (*ops[:3], True, ops[3])  # the reference's gemm_rows arguments
     passes, refs = [], []
     for _ in range(1 if quick else GEMM_PASSES):
         times, beside = [0.0] * len(shapes), [0.0] * len(shapes)
