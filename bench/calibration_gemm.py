@@ -79,7 +79,8 @@ def _timed_passes(world, quick: bool, shapes, dtype: str, active: bool, threads:
         times, beside = [0.0] * len(shapes), [0.0] * len(shapes)
         sleep_until_all(world)  # once a pass: the measuring ranks keep pace on their own
         with threadpool_limits(limits=threads, user_api="blas"):
-            gemm_rows(*ref)  # warm-up
+            if active:  # (the others stay asleep)
+                gemm_rows(*ref)  # warm-up
             for i, (m, k, n) in enumerate(shapes if active else ()):
                 a = data[: m * k].reshape(m, k)
                 b = data[largest : largest + k * n].reshape(k, n)
@@ -90,7 +91,7 @@ def _timed_passes(world, quick: bool, shapes, dtype: str, active: bool, threads:
                 for _ in range(reps):
                     gemm_rows(a, b, c, True, tmp)
                 times[i] = (now() - t0) / reps
-                beside[i] = _reference_seconds(ref, gemm_rows)
+                beside[i] = _reference_seconds(ref)
         sleep_until_all(world)
         passes.append(times)
         refs.append(beside)
@@ -99,8 +100,11 @@ def _timed_passes(world, quick: bool, shapes, dtype: str, active: bool, threads:
     return np.median(measured, axis=0)
 
 
-def _reference_seconds(ref: tuple, gemm_rows) -> float:
-    """Seconds of the reference PROBE_GEMM^3 GEMM, the median of three."""
+def _reference_seconds(ref: tuple) -> float:
+    """Seconds of the reference PROBE_GEMM^3 GEMM (``ref``: gemm_rows' arguments), the median
+    of three."""
+    from algorithms.local_gemm import gemm_rows
+
     laps = []
     for _ in range(3):
         t0 = now()
