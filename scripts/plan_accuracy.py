@@ -16,7 +16,9 @@ takes < 1 s. Every run is listed with its phases predicted and measured (where t
 not native), each algorithm's median pred/meas (a bias there explains its misses), and the
 misses that are near ties: some round of the first choice as fast as some round of the measured
 fastest, so that another set of rounds could order them the other way, and those in which the
-measured fastest is one `distmm plan` names as predicted within 10% of its choice. With
+measured fastest is one `distmm plan` names as predicted within 10% of its choice; and the runs'
+own repeatability: how often one round alone picks the fastest of the other rounds
+(bench.stats.round_agreement), the score of a chooser as noisy as the machine. With
 ``--cluster RPN --emulate-links PRESET`` every case is a cluster of P / RPN nodes emulated on
 this machine (issue 13): priced as the emulation runs (``distmm plan --run --emulate``) and
 measured with its messages between nodes held to the preset.
@@ -43,6 +45,7 @@ from bench.launch import Launcher  # noqa: E402
 from bench.model import Profile  # noqa: E402
 from bench.plan_cmd import near_ties  # noqa: E402
 from bench.planner import candidates, measure, recommend, run_set  # noqa: E402
+from bench.stats import round_agreement  # noqa: E402
 from layouts.endpoints import user_layouts  # noqa: E402
 
 SHAPES = [
@@ -131,6 +134,7 @@ def main() -> int:
     chosen = set()
     details = []  # (case, candidate, predicted s, measured s, its records) of every run
     ties = named = 0  # misses the rounds order both ways; misses whose fastest plan names near
+    agree = [0, 0, 0]  # one round alone picking the others' fastest, within 10%, rounds tried
     launcher = Recorder(Launcher.find(None))
     if args.cluster and not args.emulate_links:
         ap.error("--cluster needs --emulate-links PRESET")
@@ -188,6 +192,7 @@ def main() -> int:
             hit, ok = fast_c is best, ratio <= 1.10
             rounds = {id(c): [r["seconds"] for r in kept[id(c)]] for c, _ in timed}
             ties += not hit and min(rounds[id(best)]) <= max(rounds[id(fast_c)])
+            agree = [a + b for a, b in zip(agree, case_agreement(rounds.values()), strict=True)]
             named += not hit and any(c is fast_c for c in near_ties(cands, best, None))
             total += 1
             hits += hit
@@ -211,6 +216,7 @@ def main() -> int:
         f"fast as some round of the measured fastest: {args.rounds} rounds order them both ways);"
         f" in {named} the measured fastest is one `distmm plan` names as within 10% of its choice"
     )
+    say(repeatability(*agree))
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     write_atomic(args.out, "\n".join(lines) + "\n")
     return 0
@@ -250,6 +256,24 @@ def _say_details(say, details: list) -> None:
         + ", ".join(
             f"{a} {statistics.median(r):.2f} ({len(r)})" for a, r in sorted(by_algo.items())
         )
+    )
+
+
+def case_agreement(rounds) -> tuple[int, int, int]:
+    """round_agreement over the candidates' rounds, those with fewer rounds than the most left
+    out (a failed run)."""
+    full = max(map(len, rounds))
+    return round_agreement([r for r in rounds if len(r) == full])
+
+
+def repeatability(fastest: int, near: int, tried: int) -> str:
+    """The line on the runs' own repeatability (bench.stats.round_agreement summed)."""
+    if not tried:
+        return "repeatability: one round per candidate, none to hold out"
+    return (
+        f"repeatability of the runs: one round alone picks the fastest of the other rounds in "
+        f"{fastest} of {tried} ({100 * fastest / tried:.0f}%), within 10% in {near} "
+        f"({100 * near / tried:.0f}%): what a chooser as noisy as this machine scores"
     )
 
 

@@ -9,7 +9,7 @@ as they were run, with their measured timings. Every case is planned again (the 
 candidates, priced now); among its measured candidates the one now predicted fastest is the
 first choice, against the one measured fastest. Prints each case, then the cases' hits, the
 runs' median |pred/meas - 1|, each algorithm's median pred/meas and the moves' in and out
-(where they took time); a case whose new
+(where they took time) and the runs' own repeatability (plan_accuracy.py's); a case whose new
 recommendation was not among those measured is counted apart (the records cannot say).
 """
 
@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from plan_accuracy import case_agreement, repeatability
 
 from bench.model import Profile
 from bench.planner import candidates, recommend
@@ -41,6 +43,7 @@ def main() -> int:
         if run["runs"]:
             cases.setdefault(run["case"], []).append(run)
     hits = within = unmeasured = 0
+    agree = [0, 0, 0]
     ratios: dict[str, list[float]] = {}
     moves: dict[str, list[float]] = {"in": [], "out": []}  # pred/meas of each phase of moves
     print(f"{'case':<22}{'first choice now':<34}{'measured fastest':<34}{'first/fastest':>14}")
@@ -56,6 +59,8 @@ def main() -> int:
             alone = candidates(shape, P, profile, "float32", P, "mesh", None, [algo], users)
             priced.update({tuple(c.run_args(shape, "float32", "mesh", None)): c for c in alone})
         measured, now = {}, {}  # seconds by candidate: measured, and as priced now
+        rounds = [[r["seconds"] for r in run["runs"]] for run in runs]
+        agree = [a + b for a, b in zip(agree, case_agreement(rounds), strict=True)]
         argvs = [tuple(run["argv"]) for run in runs]
         for run in runs:
             name, c = run["candidate"], priced.get(tuple(run["argv"]))
@@ -91,6 +96,7 @@ def main() -> int:
         "moves, median pred/meas: "
         + ", ".join(f"{k} {statistics.median(r):.2f} ({len(r)})" for k, r in moves.items() if r)
     )
+    print(repeatability(*agree))
     return 0
 
 

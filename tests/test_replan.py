@@ -24,9 +24,13 @@ def _median_error(text: str) -> float:
 def test_the_model_holds_on_the_16_core_machines_runs():
     """With GEMMs priced as every rank computing at once (gemm_shared) and the moves' loads
     as the model takes them, the 66 runs are predicted a median 12.1% off (38.7% at P = 16
-    and 8 when they ran: kernels a third short, moves below the cores up to five times)."""
+    and 8 when they ran: kernels a third short, moves below the cores up to five times). The
+    runs themselves repeat so: one round alone picks the fastest of the other two in 44 of 66
+    trials, within 10% of it in 54 (bench.stats.round_agreement), what a planner scores read
+    against."""
     out = _replan("profile_busy.json")
     assert "cases 22:" in out and _median_error(out) < 15.0
+    assert "other rounds in 44 of 66 (67%), within 10% in 54 (82%)" in out
 
 
 def test_the_model_holds_on_the_second_loans_runs():

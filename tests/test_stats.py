@@ -12,6 +12,7 @@ from bench.stats import (
     min_p_value,
     order_statistic_ranks,
     ratio_ci,
+    round_agreement,
     separable,
     significant,
 )
@@ -98,3 +99,13 @@ def test_stopping_rule():
         samples += list(_times(rng, 1, noise=0.1))
     median, low, high = median_ci(samples)
     assert high - low <= 0.1 * median and len(samples) < 200
+
+
+def test_round_agreement_counts_rounds_that_foretell_the_others():
+    steady = [[1.0, 1.0, 1.0], [2.0, 2.1, 1.9]]
+    assert round_agreement(steady) == (3, 3, 3)
+    # round 0 picks the second (1.175 s in the others, the first 1.0: over 10% off), round 1
+    # the first (the others' fastest), round 2 the first (1.1 s against 1.075: within 10%)
+    swapped = [[1.2, 1.0, 1.0], [1.1, 1.05, 1.3]]
+    assert round_agreement(swapped) == (1, 2, 3)
+    assert round_agreement([[1.0], [2.0]]) == (0, 0, 0)  # one round foretells nothing
