@@ -2,7 +2,7 @@
 what a change to the model or the calibration would have made of runs already measured.
 
     .venv/bin/python scripts/replan.py --records plan_block.jsonl [more.jsonl ...]
-        --profile profile.json [--layouts block]
+        --profile profile.json [--layouts block] [--judge-rounds K]
 
 The records are ``scripts/plan_accuracy.py --records``'s JSON lines: each case's candidates
 as they were run, with their measured timings. Every case is planned again (the same
@@ -10,10 +10,14 @@ candidates, priced now); among its measured candidates the one now predicted fas
 first choice, against the one measured fastest. Prints each case, then the cases' hits, the
 runs' median |pred/meas - 1|, each algorithm's median pred/meas and the moves' in and out
 (where they took time) and the runs' own repeatability (plan_accuracy.py's); a case whose new
-recommendation was not among those measured is counted apart (the records cannot say).
+recommendation was not among those measured is counted apart (the records cannot say). With
+--judge-rounds K the first choices are also judged on every K of the rounds alone (their
+median): how far the score moves with the rounds measured, e.g. K = 3 on a sweep of 5 rounds
+for what the usual 3 could have made of it.
 """
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -35,6 +39,7 @@ def main() -> int:
     )
     ap.add_argument("--profile", required=True)
     ap.add_argument("--layouts", default="block", help="the layouts the runs started from")
+    ap.add_argument("--judge-rounds", type=int, help="also judge on every K of the rounds")
     args = ap.parse_args()
     profile = Profile.load(args.profile)
     cases: dict[str, list[dict]] = {}
@@ -44,6 +49,7 @@ def main() -> int:
             cases.setdefault(run["case"], []).append(run)
     hits = within = unmeasured = 0
     agree = [0, 0, 0]
+    judged = []  # per case: (first choice now, {candidate: its rounds' seconds})
     ratios: dict[str, list[float]] = {}
     moves: dict[str, list[float]] = {"in": [], "out": []}  # pred/meas of each phase of moves
     print(f"{'case':<22}{'first choice now':<34}{'measured fastest':<34}{'first/fastest':>14}")
@@ -73,6 +79,7 @@ def main() -> int:
                     if pred > 0 and statistics.median(took) > 0:
                         moves[side].append(pred / statistics.median(took))
         first = min(now, key=now.get)
+        judged.append((first, {run["candidate"]: rounds[i] for i, run in enumerate(runs)}))
         fastest = min(measured, key=measured.get)
         ratio = measured[first] / measured[fastest]
         hits += first == fastest
@@ -97,7 +104,31 @@ def main() -> int:
         + ", ".join(f"{k} {statistics.median(r):.2f} ({len(r)})" for k, r in moves.items() if r)
     )
     print(repeatability(*agree))
+    if args.judge_rounds:
+        print(_judged_on_subsets(judged, args.judge_rounds))
     return 0
+
+
+def _judged_on_subsets(judged: list, k: int) -> str:
+    """The first choices judged on every k of the rounds alone (each candidate's median over
+    those rounds): the least, median and most hits, fastest and within 10%."""
+    least = min(len(r) for _, rounds in judged for r in rounds.values())
+    if not 0 < k <= least:
+        return f"--judge-rounds {k}: the records have {least} rounds"
+    scores = []
+    for subset in itertools.combinations(range(least), k):
+        fastest = near = 0
+        for first, rounds in judged:
+            took = {c: statistics.median(r[i] for i in subset) for c, r in rounds.items()}
+            fastest += took[first] <= min(took.values())
+            near += took[first] <= 1.10 * min(took.values())
+        scores.append((fastest, near))
+    hits, nears = (sorted(x) for x in zip(*scores, strict=True))
+    return (
+        f"judged on each {k} of the {least} rounds ({len(scores)} ways): first choice the "
+        f"fastest in {hits[0]}-{hits[-1]} (median {statistics.median(hits):g}) of {len(judged)}"
+        f", within 10% in {nears[0]}-{nears[-1]} (median {statistics.median(nears):g})"
+    )
 
 
 if __name__ == "__main__":
