@@ -18,7 +18,9 @@ misses that are near ties: some round of the first choice as fast as some round 
 fastest, so that another set of rounds could order them the other way, and those in which the
 measured fastest is one `distmm plan` names as predicted within 10% of its choice; and the runs'
 own repeatability: how often one round alone picks the fastest of the other rounds
-(bench.stats.round_agreement), the score of a chooser as noisy as the machine. With
+(bench.stats.round_agreement), the score of a chooser as noisy as the machine (on an unsteady
+machine take ``--rounds 5``: on a 2-core VM the same choices scored 21-24 of 32 judged on each 3
+of 5 rounds, results/vm-2c-xeon). With
 ``--cluster RPN --emulate-links PRESET`` every case is a cluster of P / RPN nodes emulated on
 this machine (issue 13): priced as the emulation runs (``distmm plan --run --emulate``) and
 measured with its messages between nodes held to the preset.
