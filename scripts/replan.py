@@ -65,12 +65,12 @@ def main() -> int:
             alone = candidates(shape, P, profile, "float32", P, "mesh", None, [algo], users)
             priced.update({tuple(c.run_args(shape, "float32", "mesh", None)): c for c in alone})
         measured, now = {}, {}  # seconds by candidate: measured, and as priced now
-        rounds = [[r["seconds"] for r in run["runs"]] for run in runs]
-        agree = [a + b for a, b in zip(agree, case_agreement(rounds), strict=True)]
+        rounds = {run["candidate"]: [r["seconds"] for r in run["runs"]] for run in runs}
+        agree = [a + b for a, b in zip(agree, case_agreement(rounds.values()), strict=True)]
         argvs = [tuple(run["argv"]) for run in runs]
         for run in runs:
             name, c = run["candidate"], priced.get(tuple(run["argv"]))
-            measured[name] = statistics.median(r["seconds"] for r in run["runs"])
+            measured[name] = statistics.median(rounds[name])
             if c is not None:
                 now[name] = c.seconds
                 ratios.setdefault(c.algo, []).append(c.seconds / measured[name])
@@ -79,7 +79,7 @@ def main() -> int:
                     if pred > 0 and statistics.median(took) > 0:
                         moves[side].append(pred / statistics.median(took))
         first = min(now, key=now.get)
-        judged.append((first, {run["candidate"]: rounds[i] for i, run in enumerate(runs)}))
+        judged.append((first, rounds))
         fastest = min(measured, key=measured.get)
         ratio = measured[first] / measured[fastest]
         hits += first == fastest
