@@ -46,6 +46,7 @@ from .calibration import (
 )
 from .calibration_counts import at_each_count
 from .calibration_gemm import gemm_rates, gemm_threads
+from .calibration_refresh import read_profile, refresh
 from .errors import UsageError
 from .files import write_json_atomic
 from .launch import find_mpiexec
@@ -56,7 +57,8 @@ HEADERS = ("Size [B]", "Avg [us]", "Min [us]", "Max [us]", "Model [us]")  # coll
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--out", default="profile.json", help="machine profile to write (default profile.json)"
+        "--out",
+        help="machine profile to write (default profile.json; with --refresh-gemm, that profile)",
     )
     p.add_argument("--quick", action="store_true", help="fewer sizes and iterations (tests)")
     p.add_argument(
@@ -67,6 +69,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "fewer ranks than cores, the GEMMs), in a job of N ranks calibrate starts with mpiexec "
         "(the one beside this Python, else PATH's)",
     )
+    p.add_argument(
+        "--refresh-gemm",
+        metavar="PROFILE",
+        help="time only the GEMM tables again (2 minutes, launched on as many ranks as cores) "
+        "and write PROFILE with them, everything else kept: before a sweep, for a machine "
+        "whose speed drifts (bench/calibration_refresh.py)",
+    )
     # the jobs calibrate starts for other rank counts (see _counts_in_job)
     p.add_argument("--counts-only", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--counts-from", type=int, default=2, help=argparse.SUPPRESS)
@@ -76,7 +85,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args) -> int:
     from .machine import start_mpi, validated
 
-    out = Path(args.out)
+    base = read_profile(args.refresh_gemm) if args.refresh_gemm else None
+    out = Path(args.out or args.refresh_gemm or "profile.json")
     if not out.parent.exists():
         raise UsageError(f"--out {args.out}: directory {out.parent} does not exist")
     if args.up_to is not None and args.up_to < 1:
@@ -86,6 +96,8 @@ def main(args) -> int:
     world = MPI.COMM_WORLD
     P, rank = world.Get_size(), world.Get_rank()
     say = (lambda *a: print(*a, flush=True)) if rank == 0 else (lambda *a: None)
+    if base is not None:
+        return refresh(world, args.quick, facts, base, out)
     if args.counts_only:
         found: dict = {}
         if args.with_gemm:

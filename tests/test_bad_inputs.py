@@ -53,6 +53,7 @@ MPI_CASES = [  # (ranks, argv, expected words)
     (3, ["run", "summa", "--shape", "8,8,8", "--profile", "/nonexistent.json"], "does not exist"),
     (3, ["run", "summa", "--shape", "8192,8192,8192", "--dump", "/tmp"], "small shapes"),
     (2, ["calibrate", "--out", "/nonexistent/dir/p.json"], "does not exist"),
+    (2, ["calibrate", "--refresh-gemm", "/nonexistent.json"], "no such profile"),
     (2, ["run", "summa", "--shape", "200000,200000,200000"], "GiB per rank"),
     (4, ["run", "cannon", "--shape", "64,64,64", "--topology", "mncore:2,2,2,2"], "16"),
     (2, ["run", "summa", "--shape", "64,64,64", "--topology", "torus"], "torus"),

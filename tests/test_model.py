@@ -594,3 +594,48 @@ def test_calibrate_up_to_measures_the_larger_counts_in_a_job_of_its_own(tmp_path
         assert ("alpha" in c) == (c["ranks"] <= cores())
     r = distmm_mpi(1, "calibrate", "--quick", "--up-to", "0", "--out", str(prof))
     assert r.returncode == 2 and "--up-to 0" in r.stderr
+
+
+def test_refreshed_gemm_tables_keep_what_calibrate_measured_as_ratios(tmp_path):
+    """`calibrate --refresh-gemm`: the new tables replace the old, each count's GEMM timed with
+    every rank working is scaled alike, so the time-slicing efficiency and the busy factor stay
+    as measured and the GEMMs' price follows the new tables."""
+    from conftest import PROFILE
+
+    from bench.calibration_refresh import refreshed
+
+    counts = [
+        {"ranks": 2, "efficiency": 1.0, "gemm_shared": [512, 0.0025 * 1.2], "yielding": False},
+        {"ranks": 4, "efficiency": 0.5, "gemm_shared": [512, 0.0025 * 2 / 0.8], "yielding": True},
+    ]
+    data = {**PROFILE, "counts": counts}
+    slower = {dtype: [[*r[:3], 2 * r[3]] for r in rows] for dtype, rows in PROFILE["gemm"].items()}
+    new, ratio = refreshed(data, {"gemm": slower, "gemm_threads": {}})
+    assert ratio == 2.0 and new["gemm"] == slower and "gemm_refreshed" in new["machine"]
+    assert new["p2p"] == data["p2p"] and data["counts"] is counts  # the rest kept, input intact
+    before, after = Profile.load(_write(tmp_path, data)), Profile.load(_write(tmp_path, new))
+    assert after.efficiency() == pytest.approx(before.efficiency()) == pytest.approx(0.8)
+    assert after.busy_at(2) == pytest.approx(before.busy_at(2)) == pytest.approx(1.2)
+    assert after.gemm_seconds(512, 512, 512, "float32") == pytest.approx(0.005)
+
+
+def test_calibrate_refresh_gemm_rewrites_only_the_gemm_tables(tmp_path):
+    from conftest import PROFILE
+
+    from bench.machine import cores
+
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({**PROFILE, "machine": {"cores": cores(), "ranks": 2}}))
+    new = tmp_path / "new.json"
+    r = distmm_mpi(2, "calibrate", "--quick", "--refresh-gemm", str(old), "--out", str(new))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "the new tables' float32 times over the old: median" in r.stdout
+    data = json.loads(new.read_text())
+    assert data["p2p"] == PROFILE["p2p"] and data["machine"]["ranks"] == 2
+    assert len(data["gemm"]["float32"]) == 27 and all(row[3] > 0 for row in data["gemm"]["float32"])
+    assert Profile.load(new).gemm_seconds(512, 512, 512, "float32") > 0
+    assert json.loads(old.read_text())["gemm"] == PROFILE["gemm"]  # --out elsewhere: kept
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**PROFILE, "machine": {"cores": cores() + 1}}))
+    r = distmm_mpi(2, "calibrate", "--quick", "--refresh-gemm", str(other), timeout=60)
+    assert r.returncode == 2 and "calibrate it afresh" in r.stderr
