@@ -55,6 +55,7 @@ from .options import (
     ranks_per_node,
     resolved_layouts,
 )
+from .plan_measure import measure
 from .plan_view import (
     BOUND_NOTE,
     NEAR,
@@ -65,7 +66,7 @@ from .plan_view import (
     near_text,
     recommendation,
 )
-from .planner import candidates, measure, plan_chain, recommend, run_set
+from .planner import candidates, plan_chain, recommend, run_set
 from .units import format_bytes, ints, nonnegative, parse_bytes, positive
 
 
@@ -226,10 +227,11 @@ def main(args) -> int:
             out["measured"] = [
                 {
                     **c.record(shape, P, args.dtype, args.topology, emulate),
-                    "measured_seconds": s,
-                    "note": note,
+                    "measured_seconds": m.seconds,
+                    "rounds_seconds": list(m.rounds),
+                    "note": m.note,
                 }
-                for c, (s, note) in measured
+                for c, m in measured
             ]
         print(json.dumps(out))
         return 0

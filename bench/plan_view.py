@@ -4,6 +4,7 @@ a chain's shortest path beside the greedy choice (as text and as the JSON record
 from __future__ import annotations
 
 from .planner import Candidate
+from .stats import case_agreement
 from .units import format_bytes
 
 
@@ -84,21 +85,33 @@ def near_text(best: Candidate, close: list[Candidate]) -> str:
     )
 
 
+def repeatability_text(fastest: int, near: int, tried: int) -> str:
+    """The line on the runs' own repeatability (bench.stats.case_agreement, or its sums)."""
+    if not tried:
+        return "repeatability: one round per candidate, none to hold out (--rounds 3 or more)"
+    return (
+        f"repeatability of the runs: one round alone picks the fastest of the other rounds in "
+        f"{fastest} of {tried} ({100 * fastest / tried:.0f}%), within 10% in {near} "
+        f"({100 * near / tried:.0f}%): what a chooser as noisy as this machine scores"
+    )
+
+
 def measured_text(measured: list) -> str:
-    """[(candidate, (seconds | None, note))] in predicted order, against the measured order."""
-    ok = [(c, s) for c, (s, _) in measured if s is not None]
+    """[(candidate, bench.plan_measure.Measured)] in predicted order, against the measured
+    order, and how far the rounds agree on the fastest."""
+    ok = [(c, s) for c, (s, *_) in measured if s is not None]
     by_meas = sorted(ok, key=lambda cs: cs[1])
     meas_rank = {id(c): i + 1 for i, (c, _) in enumerate(by_meas)}
     w = _width([c for c, _ in measured])
     lines = ["predicted vs measured:", f"{'pred#':>5} {'meas#':>5} {_head(w)} {'meas [ms]':>10}"]
-    for i, (c, (s, note)) in enumerate(measured):
+    for i, (c, (s, note, *_)) in enumerate(measured):
         ms = f" {s * 1e3:>10.3f}" if s is not None else f" {'failed':>10}"
         lines.append(
             f"{i + 1:>5} {meas_rank.get(id(c), '-'):>5} {_row(c, w)}{ms}"
             + (f"  {note}" if note else "")
         )
     if by_meas:
-        first, (first_s, _) = measured[0]
+        first, (first_s, *_) = measured[0]
         fastest, fastest_s = by_meas[0]
         if fastest is first:
             lines.append("first choice was the measured fastest")
@@ -108,6 +121,9 @@ def measured_text(measured: list) -> str:
                 f"the fastest ({fastest.algo} {fastest.grid_text} "
                 f"{fastest.params_text})"
             )
+    agree = case_agreement([m.rounds for _, m in measured if m.seconds is not None])
+    if agree[2]:  # what the rounds say of the comparison itself
+        lines.append(repeatability_text(*agree))
     return "\n".join(lines)
 
 

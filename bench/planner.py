@@ -1,7 +1,7 @@
 """The planner behind `distmm plan`: every candidate plan (algorithm, grid or F_op, pace or
 panel width, overlap, binding) priced by the cost model, the time/memory Pareto front, the
-recommendation within a memory budget, measuring the top candidates under mpiexec, and chains
-of products planned as a shortest path (see plan_cmd's docstring for why that suffices)."""
+recommendation within a memory budget and chains of products planned as a shortest path (see
+plan_cmd's docstring for why that suffices); measuring the top candidates: bench/plan_measure.py."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from algorithms import ALGORITHMS, get, left_to_twin
 from algorithms.plan import PlanError
 
 from .errors import UsageError
-from .launch import Launcher, run_argv, shell_command
+from .launch import run_argv, shell_command
 from .model import Job, Profile, price, redistribution_seconds, search
 from .plan_ranking import Ranking, Redistributions, mark_pareto, set_words
 from .units import format_bytes
@@ -271,43 +271,6 @@ def run_set(cands: list[Candidate], best: Candidate, k: int) -> list[Candidate]:
             predicted.add(same(c))
             out.append(c)
     return out
-
-
-def measure(
-    cands: list[Candidate],
-    shape,
-    P: int,
-    dtype: str,
-    repeat: int,
-    topology: str = "mesh",
-    mpiexec: str | None = None,
-    timeout: float = 300,
-    launcher: Launcher | None = None,
-    emulate_links: str | None = None,
-    rounds: int = 1,
-) -> list:
-    """Run each candidate with `distmm run --json` under ``launcher`` (default: mpiexec, the
-    given one or the environment's), its links emulated with ``emulate_links`` if given;
-    [(seconds | None, note)]. With ``rounds`` > 1 each runs once per round, in turn, and keeps
-    its median: a slow spell of the machine then hits every candidate alike."""
-    launcher = launcher or Launcher.find(mpiexec)
-    runs: list[list[float] | None] = [[] for _ in cands]  # None: a run failed, not run again
-    notes = [""] * len(cands)
-    for _ in range(max(rounds, 1)):
-        for i, c in enumerate(cands):
-            if runs[i] is None:
-                continue
-            argv = c.run_args(shape, dtype, topology, emulate_links)
-            rec, why = launcher.run_json(P, [*argv, "--json", "--repeat", str(repeat)], timeout)
-            if rec is None:
-                runs[i], notes[i] = None, why
-            else:
-                runs[i].append(rec["seconds"])
-                notes[i] = notes[i] or ("" if rec["verified"] else "NOT VERIFIED")
-    return [
-        (None if t is None else float(np.median(t)), note)
-        for t, note in zip(runs, notes, strict=True)
-    ]
 
 
 # -- chains ----------------------------------------------------------------------------------

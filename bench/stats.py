@@ -9,7 +9,8 @@ mislead.
 - :func:`ratio_ci`: the ratio of medians new / old with a percentile-bootstrap interval.
 - :func:`significant` and :func:`separable`: the two-sided Mann-Whitney U (Wilcoxon rank-sum) test.
 - :func:`enough`: the stopping rule for ``--repeat auto``.
-- :func:`round_agreement`: how well one round of runs foretells the others' fastest.
+- :func:`round_agreement`: how well one round of runs foretells the others' fastest
+  (:func:`case_agreement`: of the candidates that ran every round).
 
 How many repetitions a comparison needs: with n and m samples and no ties, the smallest two-sided
 exact Mann-Whitney p value is 2 / C(n + m, n) (:func:`min_p_value`), reached only when every
@@ -207,3 +208,10 @@ def round_agreement(
         fastest += bool(pick <= others.min())
         near += bool(pick <= (1 + within) * others.min())
     return fastest, near, times.shape[1]
+
+
+def case_agreement(rounds: Sequence[Sequence[float]]) -> tuple[int, int, int]:
+    """:func:`round_agreement` over the candidates' rounds, those with fewer rounds than the
+    most left out (a failed run); (0, 0, 0) for none."""
+    full = max(map(len, rounds), default=0)
+    return round_agreement([r for r in rounds if len(r) == full])

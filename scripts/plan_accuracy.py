@@ -46,8 +46,10 @@ from bench.files import write_atomic  # noqa: E402
 from bench.launch import Launcher  # noqa: E402
 from bench.model import Profile  # noqa: E402
 from bench.plan_cmd import near_ties  # noqa: E402
-from bench.planner import candidates, measure, recommend, run_set  # noqa: E402
-from bench.stats import round_agreement  # noqa: E402
+from bench.plan_measure import measure  # noqa: E402
+from bench.plan_view import repeatability_text  # noqa: E402
+from bench.planner import candidates, recommend, run_set  # noqa: E402
+from bench.stats import case_agreement  # noqa: E402
 from layouts.endpoints import user_layouts  # noqa: E402
 
 SHAPES = [
@@ -177,7 +179,9 @@ def main() -> int:
                 rounds=args.rounds,
                 launcher=launcher,
             )
-            timed = [(c, s) for c, (s, _) in zip(runs, got, strict=True) if s is not None]
+            timed = [
+                (c, m.seconds) for c, m in zip(runs, got, strict=True) if m.seconds is not None
+            ]
             kept = {
                 id(c): launcher.take(c.run_args(shape, "float32", topology, emulate)) for c in runs
             }
@@ -218,7 +222,7 @@ def main() -> int:
         f"fast as some round of the measured fastest: {args.rounds} rounds order them both ways);"
         f" in {named} the measured fastest is one `distmm plan` names as within 10% of its choice"
     )
-    say(repeatability(*agree))
+    say(repeatability_text(*agree))
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     write_atomic(args.out, "\n".join(lines) + "\n")
     return 0
@@ -258,24 +262,6 @@ def _say_details(say, details: list) -> None:
         + ", ".join(
             f"{a} {statistics.median(r):.2f} ({len(r)})" for a, r in sorted(by_algo.items())
         )
-    )
-
-
-def case_agreement(rounds) -> tuple[int, int, int]:
-    """round_agreement over the candidates' rounds, those with fewer rounds than the most left
-    out (a failed run)."""
-    full = max(map(len, rounds))
-    return round_agreement([r for r in rounds if len(r) == full])
-
-
-def repeatability(fastest: int, near: int, tried: int) -> str:
-    """The line on the runs' own repeatability (bench.stats.round_agreement summed)."""
-    if not tried:
-        return "repeatability: one round per candidate, none to hold out"
-    return (
-        f"repeatability of the runs: one round alone picks the fastest of the other rounds in "
-        f"{fastest} of {tried} ({100 * fastest / tried:.0f}%), within 10% in {near} "
-        f"({100 * near / tried:.0f}%): what a chooser as noisy as this machine scores"
     )
 
 

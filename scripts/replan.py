@@ -25,10 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from plan_accuracy import case_agreement, repeatability
 
 from bench.model import Profile
+from bench.plan_view import repeatability_text
 from bench.planner import candidates, recommend
+from bench.stats import case_agreement
 from layouts.endpoints import user_layouts
 
 
@@ -103,7 +104,7 @@ def main() -> int:
         "moves, median pred/meas: "
         + ", ".join(f"{k} {statistics.median(r):.2f} ({len(r)})" for k, r in moves.items() if r)
     )
-    print(repeatability(*agree))
+    print(repeatability_text(*agree))
     if args.judge_rounds:
         print(_judged_on_subsets(judged, args.judge_rounds))
     return 0

@@ -9,8 +9,9 @@ from launch import distmm
 from algorithms import ALGORITHMS, get
 from bench.model import Profile
 from bench.plan_cmd import near_ties
-from bench.plan_view import NEAR
-from bench.planner import candidates, measure, plan_chain, recommend, run_set
+from bench.plan_measure import Measured, measure
+from bench.plan_view import NEAR, measured_text
+from bench.planner import candidates, plan_chain, recommend, run_set
 from bench.units import parse_bytes
 from layouts.endpoints import user_layouts
 
@@ -97,8 +98,14 @@ def test_measure_in_rounds_runs_the_candidates_in_turn(profile_file):
 
     got = measure(cands, (256, 256, 256), 4, "float32", 1, launcher=Stub(), rounds=3)
     assert order == [0, 1, 2, 0, 1, 2, 0, 1]  # in turn; the failed one not again
-    assert got[0] == (1.0, "") and got[1] == (1.0, "")  # medians of (1, 10, 1)
-    assert got[2] == (None, "killed")
+    assert got[0] == (1.0, "", (1.0, 10.0, 1.0)) and got[1] == (1.0, "", (1.0, 10.0, 1.0))
+    assert got[2] == (None, "killed", ())
+    # each round alone picks the fastest of the other two (round 2's slow spell hit both
+    # candidates alike); the failed one is left out; with one round nothing to hold out
+    text = measured_text(list(zip(cands, got, strict=True)))
+    assert "picks the fastest of the other rounds in 3 of 3" in text and "failed" in text
+    once = [Measured(1.0, "", (1.0,)), Measured(2.0, "", (2.0,))]
+    assert "repeatability" not in measured_text(list(zip(cands[:2], once, strict=True)))
 
 
 def test_pareto_front_is_non_dominated(profile_file):
