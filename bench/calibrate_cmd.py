@@ -72,9 +72,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--refresh-gemm",
         metavar="PROFILE",
-        help="time only the GEMM tables again (2 minutes, launched on as many ranks as cores) "
-        "and write PROFILE with them, everything else kept: before a sweep, for a machine "
-        "whose speed drifts (bench/calibration_refresh.py)",
+        help="time only the GEMM tables again (about 90 s on 2 cores; launch as many ranks as "
+        "cores) "
+        "into PROFILE, everything else kept, written to --out (default: PROFILE itself): for "
+        "a machine whose speed has drifted since it was calibrated (bench/calibration_refresh.py)",
     )
     # the jobs calibrate starts for other rank counts (see _counts_in_job)
     p.add_argument("--counts-only", action="store_true", help=argparse.SUPPRESS)
