@@ -83,7 +83,7 @@ def refresh(world, quick: bool, facts: dict, base: dict, out: Path) -> int:
         )
     if P < cores:
         say(f"# warning: {P} ranks on {cores} cores: the tables timed with {P} at once")
-    say(f"# distmm calibrate --refresh-gemm: the GEMM tables, {min(P, cores)} ranks at once")
+    say(f"# distmm calibrate --refresh-gemm: the GEMM tables on {min(P, cores)} of {cores} cores")
     probes = [speed_probe(world)]
     tables = {
         "gemm": gemm_rates(world, quick, cores),
