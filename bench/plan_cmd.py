@@ -12,7 +12,9 @@ runs it. Candidates are ranked by end-to-end time from the layouts the user name
 default ``block``; ``native`` ranks the kernels alone), with the words each moves per rank
 against the lower bound for its memory (bench/plan_ranking.py, bench/model/bound.py).
 ``--run`` runs the top candidates (under mpiexec, or ``--launcher srun`` / a template, with
-``--hostfile``, ``--ranks-per-node`` and ``--pin``) and sets measured beside predicted.
+``--hostfile``, ``--ranks-per-node`` and ``--pin``) and sets measured beside predicted; with
+``--rounds N`` (N >= 2) it also says how often one round alone picks the fastest of the other
+rounds, how far that comparison can be trusted on this machine (bench/plan_measure.py).
 
 Chains (``--chain M,K1,K2,...``): X[M,K1] @ W1[K1,K2] @ W2[K2,K3] ... Each product keeps its best
 few candidates; consecutive products are joined by the cost of redistributing the previous C
