@@ -45,7 +45,7 @@ from .calibration import (
     steadiness_text,
 )
 from .calibration_counts import at_each_count
-from .calibration_gemm import gemm_rates, gemm_threads
+from .calibration_gemm import gemm_tables
 from .calibration_refresh import read_profile, refresh
 from .errors import UsageError
 from .files import write_json_atomic
@@ -73,9 +73,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--refresh-gemm",
         metavar="PROFILE",
         help="time only the GEMM tables again (about 90 s on 2 cores; launch as many ranks as "
-        "cores) "
-        "into PROFILE, everything else kept, written to --out (default: PROFILE itself): for "
-        "a machine whose speed has drifted since it was calibrated (bench/calibration_refresh.py)",
+        "cores) into PROFILE, everything else kept, written to --out (default: PROFILE "
+        "itself): for a machine whose speed has drifted since it was calibrated "
+        "(bench/calibration_refresh.py)",
     )
     # the jobs calibrate starts for other rank counts (see _counts_in_job)
     p.add_argument("--counts-only", action="store_true", help=argparse.SUPPRESS)
@@ -102,7 +102,7 @@ def main(args) -> int:
     if args.counts_only:
         found: dict = {}
         if args.with_gemm:
-            found = _gemm_tables(world, args.quick, facts["cores"])
+            found = gemm_tables(world, args.quick, facts["cores"])
         found["counts"] = _counts(world, args.quick, facts, args.counts_from)
         if rank == 0:
             write_json_atomic(out, found)
@@ -153,7 +153,7 @@ def main(args) -> int:
     if above and "gemm" in above:
         tables = above
     else:  # not asked for, or that job could not start
-        tables, where = _gemm_tables(world, args.quick, cores), ""
+        tables, where = gemm_tables(world, args.quick, cores), ""
     gemm, threaded = tables["gemm"], tables["gemm_threads"]
     say(f"\n# GEMM + accumulate (C += A @ B), one core per rank{where}")
     say(f"{'m':>6} {'k':>6} {'n':>6} {'float32 [GFLOP/s]':>18} {'float64 [GFLOP/s]':>18}")
@@ -347,17 +347,9 @@ def _counts(world, quick: bool, facts: dict, least: int = 2) -> list[dict]:
     return below + at_each_count(world, quick, cores, least=max(least, cores + 1))
 
 
-def _gemm_tables(world, quick: bool, cores: int) -> dict:
-    """{"gemm": one-thread rates, "gemm_threads": with more BLAS threads}, timed in this job."""
-    return {
-        "gemm": gemm_rates(world, quick, cores),
-        "gemm_threads": gemm_threads(world, quick, cores),
-    }
-
-
 def _counts_in_job(world, quick: bool, ranks: int, least: int, gemm: bool = False) -> dict:
     """{"counts": the count entries from ``least`` to ``ranks``} (with ``gemm``, also
-    :func:`_gemm_tables`'s) from a job of ``ranks`` ranks that rank 0 launches (`calibrate
+    :func:`gemm_tables`'s) from a job of ``ranks`` ranks that rank 0 launches (`calibrate
     --counts-only`), the others asleep meanwhile; {} (those counts left to the model's
     fallback) if that job cannot be started."""
     entries: dict = {}

@@ -128,4 +128,13 @@ def steady_times(times: np.ndarray, refs: np.ndarray) -> np.ndarray:
     return np.median(times * (np.median(refs) / refs), axis=0)
 
 
-__all__ = ["GEMM_GRID", "THREAD_GRID", "gemm_rates", "gemm_threads", "steady_times"]
+def gemm_tables(world, quick: bool, cores: int) -> dict:
+    """{"gemm": :func:`gemm_rates`, "gemm_threads": :func:`gemm_threads`}, timed in this job
+    (a calibration's, or `calibrate --refresh-gemm`'s)."""
+    return {
+        "gemm": gemm_rates(world, quick, cores),
+        "gemm_threads": gemm_threads(world, quick, cores),
+    }
+
+
+__all__ = ["GEMM_GRID", "THREAD_GRID", "gemm_rates", "gemm_tables", "gemm_threads", "steady_times"]

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .calibration import speed_probe, steadiness_text
-from .calibration_gemm import gemm_rates, gemm_threads
+from .calibration_gemm import gemm_tables
 from .errors import UsageError
 from .files import write_json_atomic
 
@@ -85,10 +85,7 @@ def refresh(world, quick: bool, facts: dict, base: dict, out: Path) -> int:
         say(f"# warning: {P} ranks on {cores} cores: the tables timed with {P} at once")
     say(f"# distmm calibrate --refresh-gemm: the GEMM tables on {min(P, cores)} of {cores} cores")
     probes = [speed_probe(world)]
-    tables = {
-        "gemm": gemm_rates(world, quick, cores),
-        "gemm_threads": gemm_threads(world, quick, cores),
-    }
+    tables = gemm_tables(world, quick, cores)
     probes.append(speed_probe(world))
     if world.Get_rank() == 0:
         data, ratio = refreshed(base, tables)
