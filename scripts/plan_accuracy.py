@@ -189,14 +189,16 @@ def main() -> int:
             details += [(case, c, c.seconds, s, kept[id(c)]) for c, s in timed]
             if args.records:
                 _append_records(args.records, case, runs, kept, shape, topology, emulate)
-            if got[0][0] is None or not timed:
-                say(f"{case:<22}{_name(best):<38}failed: {got[0][1]}")
+            if got[0].seconds is None or not timed:
+                say(f"{case:<22}{_name(best):<38}failed: {got[0].note}")
                 total += 1
                 continue
             fast_c, fast_s = min(timed, key=lambda cs: cs[1])
-            ratio = got[0][0] / fast_s
+            ratio = got[0].seconds / fast_s
             hit, ok = fast_c is best, ratio <= 1.10
-            rounds = {id(c): [r["seconds"] for r in kept[id(c)]] for c, _ in timed}
+            rounds = {
+                id(c): m.rounds for c, m in zip(runs, got, strict=True) if m.seconds is not None
+            }
             ties += not hit and min(rounds[id(best)]) <= max(rounds[id(fast_c)])
             agree = [a + b for a, b in zip(agree, case_agreement(rounds.values()), strict=True)]
             named += not hit and any(c is fast_c for c in near_ties(cands, best, None))

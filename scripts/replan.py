@@ -25,7 +25,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-
 from bench.model import Profile
 from bench.plan_view import repeatability_text
 from bench.planner import candidates, recommend
