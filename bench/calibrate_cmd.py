@@ -312,9 +312,21 @@ def _say_above_cores(say, counts: list[dict], cores: int, gemm: dict, threaded: 
         f"\n# above the {cores} cores, fitted to every count there: each collective's alpha "
         "and bandwidth with one rank per core (a run with s ranks per core pays s times)"
     )
+    grouped = profile.grid_fit()
     for kind, (alpha, beta) in fitted.items():
-        rate = f"{1 / beta / 1e9:.2f} GB/s" if beta > 0 else "-"
-        say(f"  {kind:<15} alpha {alpha * 1e6:8.1f} us  {rate}")
+        say(f"  {kind:<15} {_alpha_rate(alpha, beta)}")
+    if grouped:
+        say(
+            "  and on the rows and columns of a grid of them, every row (column) at once, as "
+            "2-D and 3-D algorithms run them (the model prices groups smaller than the node so)"
+        )
+    for kind, (alpha, beta) in grouped.items():
+        say(f"  {kind + ' (grid)':<15} {_alpha_rate(alpha, beta)}")
+
+
+def _alpha_rate(alpha: float, beta: float) -> str:
+    rate = f"{1 / beta / 1e9:.2f} GB/s" if beta > 0 else "-"
+    return f"alpha {alpha * 1e6:8.1f} us  {rate}"
 
 
 def _say_move_levels(say, counts: list[dict], cores: int) -> None:

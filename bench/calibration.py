@@ -127,9 +127,10 @@ def collectives(
     return out
 
 
-def collective_ops(world, n: int) -> tuple[int, dict]:
+def collective_ops(world, n: int, rooted: bool = False) -> tuple[int, dict]:
     """(bytes as Event.nbytes means, {kind: a call of that collective}) for about ``n`` bytes
-    of float32 on ``world``."""
+    of float32 on ``world``; ``rooted``: each call takes the step, a broadcast's root moving
+    along with it (as SUMMA's do)."""
     from mpi4py import MPI
 
     g, rank = world.Get_size(), world.Get_rank()
@@ -139,7 +140,7 @@ def collective_ops(world, n: int) -> tuple[int, dict]:
     b = np.empty_like(a)
     gathered = np.empty(count * g, dtype=np.float32)
     part = np.empty(count // g, dtype=np.float32)
-    return a.nbytes, {
+    ops = {
         "shift": partial(world.Sendrecv, a, dest=right, recvbuf=b, source=left),
         "bcast": partial(world.Bcast, a, root=0),
         "allgather": partial(world.Allgather, a, gathered),
@@ -147,6 +148,10 @@ def collective_ops(world, n: int) -> tuple[int, dict]:
         "allreduce": partial(world.Allreduce, a, b, op=MPI.SUM),
         "alltoall": partial(world.Alltoall, a, b),
     }
+    if rooted:
+        ops = {kind: (lambda _step, op=op: op()) for kind, op in ops.items()}
+        ops["bcast"] = lambda step: world.Bcast(a, root=step % g)
+    return a.nbytes, ops
 
 
 def copy_bandwidth(world, cores: int) -> float:

@@ -90,8 +90,9 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
     "beta_large", "collective_factor": {kind: f}, "exposed": {kind: f}, "efficiency",
     "gemm_shared", "alltoallv", "yielding", "probes"}].
     Where MPI yields (the job has more ranks than cores) the ping-pong and factors give way to
-    each collective timed on all g ranks (:func:`sliced_collectives`, "collectives"): the
-    model fits those of every count above the cores together (Profile.at).
+    each collective timed on all g ranks (:func:`sliced_collectives`, "collectives") and on
+    the rows and columns of a grid of them (:func:`grid_collectives`): the model fits those
+    of every count above the cores together (Profile.at).
     "probes": the machine's speed (bench.calibration.speed_probe) before and after the count
     was measured; a count whose probes were RETRY_SLOW times the fastest of the pass or more
     (measured in a slow spell of the machine) is measured once more at the end and the
@@ -168,6 +169,7 @@ def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
             "gemm_shared": busy,
             "alltoallv": alltoallv,
             "collectives": sliced_collectives(comm, quick),
+            **grid_collectives(comm, quick),
         }
     # the other ranks wait in MPI (polling or yielding), as a run's idle ranks do
     points = pingpong(comm, quick, COUNT_P2P_SIZES, _count_iters, lambda c: c.Barrier())
@@ -203,6 +205,61 @@ def sliced_collectives(comm, quick: bool) -> dict[str, list[list[float]]]:
     that reaches a collective waits for partners the scheduler has given a GEMM to, which
     collectives timed back to back (all ranks in MPI, yielding to each other) do not show:
     those priced runs' communication at a fifth of what it took."""
+    lap, alone = _gemm_lap(comm, quick)
+    # the barrier every run closes a repetition with (bench/runner.py), as the model prices it
+    out: dict[str, list] = {"barrier": [[0, max(lap(lambda _: comm.Barrier()) - alone, 0.0)]]}
+    for n in SLICED_COLL_SIZES[1:] if quick else SLICED_COLL_SIZES:
+        nbytes, ops = collective_ops(comm, n)
+        for kind, op in ops.items():
+            op()  # warm-up
+            out.setdefault(kind, []).append([nbytes, max(lap(lambda _, op=op: op()) - alone, 0.0)])
+    return out
+
+
+GRID_KINDS = ("shift", "bcast", "allgather", "reduce_scatter", "allreduce")
+
+
+def grid_collectives(comm, quick: bool) -> dict:
+    """{"grid": [p, q], "grid_collectives": {kind: [[bytes, seconds], ...]}} where ``comm``'s
+    ranks form a p x q grid with p >= 2 (layouts.named.grid), else {}: what each collective
+    adds to a loop of GEMMs when, as 2-D and 3-D algorithms issue it, every rank runs it on its
+    row of q ranks and then on its column of p, all rows (then columns) at once, a broadcast's
+    root moving along with the step (SUMMA's). Seconds for the two together; bytes as on the
+    whole communicator (:func:`sliced_collectives`). After 512^3 GEMMs at 8, 9, 12 and 16
+    ranks on 2 cores, broadcasts so took 1.1-3.2 times what the whole job's fit priced them
+    at and shifts 0.6-1.2 times (the whole job's own broadcasts 0.5-1.5): priced from the
+    whole job alone, SUMMA looked as cheap as Cannon where it ran 13-18% slower."""
+    from layouts.named import grid
+
+    p, q = grid(comm.Get_size())
+    if p < 2:
+        return {}
+    me = comm.Get_rank()
+    rows, cols = comm.Split(me // q, me), comm.Split(me % q, me)
+    lap, alone = _gemm_lap(comm, quick)
+    out: dict[str, list] = {}
+    try:
+        for n in SLICED_COLL_SIZES[1:] if quick else SLICED_COLL_SIZES:
+            nbytes, on_rows = collective_ops(rows, n, rooted=True)
+            _, on_cols = collective_ops(cols, nbytes, rooted=True)
+            for kind in GRID_KINDS:
+
+                def both(step: int, row=on_rows[kind], col=on_cols[kind]) -> None:
+                    row(step)
+                    col(step)
+
+                both(0)  # warm-up
+                out.setdefault(kind, []).append([nbytes, max(lap(both) - alone, 0.0)])
+    finally:
+        rows.Free()
+        cols.Free()
+    return {"grid": [p, q], "grid_collectives": out}
+
+
+def _gemm_lap(comm, quick: bool) -> tuple:
+    """(lap, its time alone): lap(op=None) is the seconds per step, barrier to barrier, of a
+    loop in which every rank of ``comm`` does a SLICED_GEMM^3 GEMM and then ``op(step)``, as
+    a run's steps do; alone, the median of three laps without ``op`` (after one warm-up)."""
     from algorithms.local_gemm import gemm_rows
 
     x = np.ones((SLICED_GEMM, SLICED_GEMM), np.float32)
@@ -212,23 +269,15 @@ def sliced_collectives(comm, quick: bool) -> dict[str, list[list[float]]]:
     def lap(op=None) -> float:
         comm.Barrier()
         t0 = now()
-        for _ in range(reps):
+        for step in range(reps):
             gemm_rows(x, x, c, True, tmp)
             if op is not None:
-                op()
+                op(step)
         comm.Barrier()
         return comm.bcast(now() - t0, root=0) / reps
 
     lap()  # warm-up
-    alone = float(np.median([lap() for _ in range(3)]))
-    # the barrier every run closes a repetition with (bench/runner.py), as the model prices it
-    out: dict[str, list] = {"barrier": [[0, max(lap(comm.Barrier) - alone, 0.0)]]}
-    for n in SLICED_COLL_SIZES[1:] if quick else SLICED_COLL_SIZES:
-        nbytes, ops = collective_ops(comm, n)
-        for kind, op in ops.items():
-            op()  # warm-up
-            out.setdefault(kind, []).append([nbytes, max(lap(op) - alone, 0.0)])
-    return out
+    return lap, float(np.median([lap() for _ in range(3)]))
 
 
 # bytes of the matrix each rank holds in the timed moves; the largest, beyond a server's

@@ -179,6 +179,46 @@ def test_collectives_above_the_cores_fitted_over_every_count(tmp_path):
     )
 
 
+def test_collectives_on_groups_are_priced_from_their_timings_on_a_grid(tmp_path):
+    """Above the cores, a collective on fewer ranks than the node's is priced with the fit to
+    its timings on the rows then the columns of a grid (every row at once), one on all of them
+    with the fit to its timings on the whole job; a kind not timed on a grid keeps the latter."""
+    from conftest import PROFILE
+
+    from bench.model.fits import fit_grid_collectives
+    from topology.costs import collective_seconds
+
+    whole, grouped = {"bcast": (3e-5, 2e-10), "shift": (1e-4, 5e-10)}, {"bcast": (9e-5, 6e-10)}
+
+    def timed(g, unit, grid=None):
+        sizes = grid or (g,)
+        return {
+            kind: [
+                [n, sum(collective_seconds(kind, n, s, a, b) for s in sizes) * g / 2]
+                for n in (4096, 1 << 18, 1 << 21)
+            ]
+            for kind, (a, b) in unit.items()
+        }
+
+    counts = [
+        {"ranks": g, "efficiency": 1.0, "yielding": True, "collectives": timed(g, whole)}
+        | ({"grid": list(grid), "grid_collectives": timed(g, grouped, grid)} if grid else {})
+        for g, grid in ((3, None), (4, (2, 2)), (6, (2, 3)), (9, (3, 3)))
+    ]
+    assert fit_grid_collectives(counts, 2)["bcast"] == pytest.approx(grouped["bcast"])
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({**PROFILE, "counts": [_count(2, 2e-6, 1.0), *counts]}))
+    at = Profile.load(f).at(16)
+    n = 1 << 20
+    for kind, g, (a, b) in (
+        ("bcast", 4, grouped["bcast"]),
+        ("bcast", 16, whole["bcast"]),
+        ("shift", 4, whole["shift"]),
+    ):
+        assert at.collective(kind, n, g) == pytest.approx(collective_seconds(kind, n, g, a, b))
+    assert Profile.load(f).at(2).grouped is None  # the ranks fit the cores: as measured
+
+
 def test_a_collective_timed_in_a_slow_spell_does_not_pull_its_fit():
     """One timing far off the others' fit (the machine busy elsewhere for a moment) is
     dropped and the rest fitted again: the exact parameters come back."""

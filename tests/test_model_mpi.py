@@ -35,3 +35,20 @@ def test_symbolic_schedule_equals_executed(name):
         model = schedule(module, plan, world.Get_rank(), np.float64)
         strip = lambda evs: [(e.kind, e.axes, e.group, e.nbytes, e.sent, e.shape) for e in evs]  # noqa: E731
         assert strip(model) == strip(comm.events), (name, plan.grid)
+
+
+@pytest.mark.mpi
+def test_collectives_timed_on_the_rows_and_columns_of_a_grid():
+    """calibrate's timings above the cores on the most square grid of the ranks (none where
+    P is prime): every kind the grid times, at each size, none negative."""
+    from bench.calibration_counts import GRID_KINDS, grid_collectives
+    from layouts.named import grid
+
+    out = grid_collectives(world, quick=True)
+    p, q = grid(P)
+    if p < 2:
+        assert out == {}
+        return
+    assert out["grid"] == [p, q] and set(out["grid_collectives"]) == set(GRID_KINDS)
+    for rows in out["grid_collectives"].values():
+        assert len(rows) == 2 and all(n > 0 and seconds >= 0 for n, seconds in rows)

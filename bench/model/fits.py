@@ -170,6 +170,27 @@ def fit_collectives(counts, cores: int) -> dict:
     return {kind: _trimmed_fit(r) for kind, r in rows.items()}
 
 
+def fit_grid_collectives(counts, cores: int) -> dict:
+    """{kind: (alpha, beta)} as :func:`fit_collectives`, fitted to each collective timed on
+    the rows and then the columns of a p x q grid of the g ranks, all rows (columns) at once
+    (bench/calibration_counts.py: "grid", "grid_collectives"): the formula on q ranks plus
+    the formula on p. {} if none was timed."""
+    rows: dict[str, list] = {}
+    for c in counts:
+        g = c["ranks"]
+        if g <= cores or "grid_collectives" not in c:
+            continue
+        p, q = c["grid"]
+        for kind, timed in c["grid_collectives"].items():
+            for n, sec in timed:
+                unit = [
+                    sum(collective_seconds(kind, n, s, *ab) for s in (p, q))
+                    for ab in ((1.0, 0.0), (0.0, 1.0))
+                ]
+                rows.setdefault(kind, []).append(([u * g / cores for u in unit], sec))
+    return {kind: _trimmed_fit(r) for kind, r in rows.items()}
+
+
 OUTLIER = 4.0  # a timing this many times the median residual off the first fit is dropped
 
 
@@ -195,6 +216,7 @@ __all__ = [
     "count_alltoallv",
     "fit_alltoallv",
     "fit_collectives",
+    "fit_grid_collectives",
     "fit_nonnegative",
     "fit_sharing_alltoallv",
     "sharing_scale",

@@ -25,6 +25,7 @@ from .fits import (
     checked_counts,
     count_alltoallv,
     fit_collectives,
+    fit_grid_collectives,
     sharing_moves,
     sharing_scale,
 )
@@ -54,16 +55,18 @@ class Profile:
     # What was measured with g ranks of the node running (bench/calibration_counts.py,
     # at_each_count): ({"ranks": g, "alpha": .., "beta": .., "alpha_large": .., "beta_large":
     # .., "collective_factor": {kind: f}, "efficiency", "alltoallv", "yielding": bool} or,
-    # above the cores, "collectives" instead of the messages, ...) by g. Empty in profiles
-    # from before they were.
+    # above the cores, "collectives" (and "grid", "grid_collectives") instead of the
+    # messages, ...) by g. Empty in profiles from before they were.
     counts: tuple = ()
     comm_scale: float = 1.0  # what messages are multiplied by (see :meth:`at`)
-    # a redistribution at this many ranks per node: {"start", "message", "byte", "copy"}
-    # (seconds; bench.calibration_counts.alltoallv_costs), set by :meth:`at` from the counts
+    # set by :meth:`at`: a redistribution's coefficients (calibration_counts.alltoallv_costs)
     alltoallv: dict | None = None
     # above the cores, set by :meth:`at`: {kind: (alpha, beta)} of each collective's formula
     # with one rank per core (:meth:`sliced_fit`), times ``comm_scale`` = ranks per core
     sliced: dict | None = None
+    # likewise, of a collective on groups of fewer ranks than the node's, all groups at once
+    # (:meth:`grid_fit`); None: priced as :attr:`sliced`
+    grouped: dict | None = None
     ranks_per_node: int | None = None  # set by :meth:`at`
     threads: int = 1  # BLAS threads per rank, set by :meth:`at` (bench.machine.blas_threads)
     busy: float = 1.0  # what GEMMs cost over the rates with the node's ranks all computing (at)
@@ -107,10 +110,8 @@ class Profile:
         """This profile with each count's time-slicing efficiency taken against its own GEMM
         rates where calibrate kept the GEMM it timed there with every rank working
         ("gemm_shared": n and seconds): ranks per core x this profile's seconds for that GEMM /
-        those, so that :meth:`slowdown` x the rate is what was measured. The efficiency
-        calibrate stores is against the same GEMM timed one rank per core beside the others
-        asleep, slower than the rates timed in a job of the cores' size (what `calibrate
-        --up-to` prices GEMMs with): 1024^3 took 28 against 22.4 ms in one such pair here."""
+        those, so that :meth:`slowdown` x the rate is what was measured (calibrate's own is
+        against that GEMM with the others asleep: 28 against the rates' 22.4 ms here)."""
         timed = [
             (c["ranks"] / self.cores, *c["gemm_shared"])
             for c in self.counts
@@ -127,10 +128,9 @@ class Profile:
     # -- prices ---------------------------------------------------------------------------
     def slowdown(self, ranks_per_node: int) -> float:
         """How much longer a rank's work takes when ranks share cores: ranks per core divided by
-        the time-slicing efficiency (1 rank per core or fewer: 1). The efficiency is one value
-        for every count above the cores, the median of those measured there and at most 1: a
-        single count's swings with the scheduler (0.78 to 1.47 over 3 to 16 ranks on 2 cores):
-        pricing each count with its own value put GEMMs 15-30% off at P = 4, 6 and 12."""
+        the time-slicing efficiency (1 rank per core or fewer: 1): one value for every count
+        above the cores, the median of those measured there and at most 1 (each count's own
+        swings with the scheduler, and put GEMMs 15-30% off at P = 4, 6 and 12)."""
         per_core = ranks_per_node / self.cores
         if per_core <= 1:
             return 1.0
@@ -150,8 +150,9 @@ class Profile:
         largest count measured without time slicing (the ranks fit the cores), messages and
         collectives are priced with the parameters measured at that many ranks (linear between
         counts) and ``comm_scale`` is 1. Beyond, each collective's formula with the alpha and
-        beta fitted to it over every count timed above the cores (:meth:`sliced_fit`), times
-        ``comm_scale`` = ranks per core: the cores time-slice every rank's part of it. Profiles
+        beta fitted to it over every count timed above the cores (:meth:`sliced_fit`; on groups
+        of fewer ranks, :meth:`grid_fit`), times ``comm_scale`` = ranks per core: the cores
+        time-slice every rank's part of it. Profiles
         without those timings use the launched job's parameters slowed as GEMMs are
         (:meth:`slowdown`), which counts the launched job's own time slicing twice. GEMMs with
         the BLAS threads a rank has there (``threads``); the callers slow GEMMs and copies down
@@ -174,6 +175,7 @@ class Profile:
                 alltoallv=alltoallv,
                 counts=(),
                 sliced=sliced,
+                grouped=self.grid_fit() or None,
                 comm_scale=ranks_per_node / self.cores,
                 ranks_per_node=ranks_per_node,
             )
@@ -227,10 +229,8 @@ class Profile:
         over what the rates say: at each count calibrate measured, the GEMM every rank did at
         once ("gemm_shared", bench.calibration.busy_gemm) against this profile's price of it
         with that count's BLAS threads; linear between counts, the nearest count's outside
-        them. The rates come from each shape timed alone, each rank at its own pace: on a
-        16-core machine a run's GEMMs at 16 ranks took 1.3-1.6 times what they said, and the
-        planner priced every candidate's multiplication a third short. 1 above the cores
-        (time slicing there is :meth:`slowdown`'s) and without such counts (older profiles)."""
+        them (the rates, each shape timed alone, priced a 16-core machine's GEMMs at 16 ranks
+        1.3-1.6 times short). 1 above the cores (:meth:`slowdown`) and without such counts."""
         if ranks_per_node > self.cores:
             return 1.0
 
@@ -256,14 +256,12 @@ class Profile:
     def _alltoallv_at(self, g: int) -> dict | None:
         """A redistribution's coefficients at g ranks (bench.calibration_counts.alltoallv_costs).
         Up to the cores: those fitted at g (linear between counts). Beyond, the cores
-        time-slice every rank's part, so the costs grow with g / cores (fits.sharing_scale)
-        up to the largest count measured, and as g past it (squared, 8192 ranks on 16 cores
-        priced a move's start 262 144 units): one fit over every count measured there (a
-        single count's fit swings with the scheduler) at each count's own level (linear
-        between counts: fits.sharing_levels); with none measured there, the largest
-        count's coefficients times g / cores (without it a `-n 2` profile on 2 cores priced
-        B copied to 4 ranks, tesseract 1x1x4 from blocks at 4096^3, at 19 ms where it took
-        91-126, and the planner sent B to all 8192 ranks)."""
+        time-slice every rank's part: the costs grow with g / cores (fits.sharing_scale) up
+        to the largest count measured, and as g past it (squared, 8192 ranks on 16 cores
+        priced a move's start 262 144 units), from one fit over every count measured there at
+        each count's own level (fits.sharing_levels); with none measured there, the largest
+        count's times g / cores (else a `-n 2` profile priced B copied to 4 ranks at 19 ms
+        where it took 91-126, and the planner sent B to all 8192 ranks)."""
         measured = [c for c in self.counts if "alltoallv" in c]
         if not measured:
             return None
@@ -286,12 +284,15 @@ class Profile:
 
     def sliced_fit(self) -> dict:
         """{kind: (alpha, beta)}: each collective fitted to its times on all g ranks for every
-        count g measured above the cores (bench.model.fits.fit_collectives). Once per
-        profile; {} if none was measured."""
+        count g measured above the cores (fits.fit_collectives); {} if none was."""
         return self._once("sliced", lambda: fit_collectives(self.counts, self.cores))
 
-    def _once(self, key: str, make):
-        """``make()``, computed once per profile: memos live beside the frozen fields."""
+    def grid_fit(self) -> dict:
+        """{kind: (alpha, beta)} as :meth:`sliced_fit`, from the rows and columns of a grid of
+        the g ranks, every row (column) at once (fits.fit_grid_collectives)."""
+        return self._once("grid", lambda: fit_grid_collectives(self.counts, self.cores))
+
+    def _once(self, key: str, make):  # make(), once per profile (beside the frozen fields)
         memo = self.__dict__.setdefault("_memo", {})
         if key not in memo:
             memo[key] = make()
@@ -309,7 +310,10 @@ class Profile:
         return self.alpha_large + nbytes * self.beta_large
 
     def collective(self, kind: str, nbytes: int, g: int) -> float:
-        """Seconds of one collective on g ranks, before ``comm_scale``."""
+        """Seconds of one collective on g ranks, before ``comm_scale``: above the cores, on
+        fewer ranks than the node's as every group of them runs it at once."""
+        if self.grouped and kind in self.grouped and g < (self.ranks_per_node or 0):
+            return collective_seconds(kind, nbytes, g, *self.grouped[kind])
         if self.sliced and kind in self.sliced:
             return collective_seconds(kind, nbytes, g, *self.sliced[kind])
         base = collective_seconds(
