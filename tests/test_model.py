@@ -185,7 +185,7 @@ def test_collectives_on_groups_are_priced_from_their_timings_on_a_grid(tmp_path)
     with the fit to its timings on the whole job; a kind not timed on a grid keeps the latter."""
     from conftest import PROFILE
 
-    from bench.model.fits import fit_grid_collectives
+    from bench.model.fits import fit_collectives
     from topology.costs import collective_seconds
 
     whole, grouped = {"bcast": (3e-5, 2e-10), "shift": (1e-4, 5e-10)}, {"bcast": (9e-5, 6e-10)}
@@ -205,7 +205,7 @@ def test_collectives_on_groups_are_priced_from_their_timings_on_a_grid(tmp_path)
         | ({"grid": list(grid), "grid_collectives": timed(g, grouped, grid)} if grid else {})
         for g, grid in ((3, None), (4, (2, 2)), (6, (2, 3)), (9, (3, 3)))
     ]
-    assert fit_grid_collectives(counts, 2)["bcast"] == pytest.approx(grouped["bcast"])
+    assert fit_collectives(counts, 2, grid=True)["bcast"] == pytest.approx(grouped["bcast"])
     f = tmp_path / "p.json"
     f.write_text(json.dumps({**PROFILE, "counts": [_count(2, 2e-6, 1.0), *counts]}))
     at = Profile.load(f).at(16)

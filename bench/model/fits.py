@@ -150,41 +150,26 @@ def fit_nonnegative(x, t, relative: bool = True) -> list[float]:
     return [float(v) for v in coef]
 
 
-def fit_collectives(counts, cores: int) -> dict:
+def fit_collectives(counts, cores: int, grid: bool = False) -> dict:
     """{kind: (alpha, beta)}: each collective's formula (topology/costs.py) with one alpha and
     one beta for all message sizes, fitted (:func:`_trimmed_fit`, least absolute squares: the
     times are differences of two loops, near zero or noise for small messages, which a
     relative fit would let lead) to what calibrate timed on all g ranks for every count g
     above the cores (bench/calibration_counts.py: "collectives", [[bytes, seconds]]), each
-    divided by g / cores: the cores share out every rank's part. {} if none was timed."""
+    divided by g / cores: the cores share out every rank's part. With ``grid``, to what it
+    timed on the rows and then the columns of a p x q grid of them, every row (column) at
+    once ("grid", "grid_collectives"): the formula on q ranks plus that on p. {} if none was
+    timed."""
     rows: dict[str, list] = {}
     for c in counts:
         g = c["ranks"]
-        for kind, timed in c.get("collectives", {}).items() if g > cores else ():
-            for n, sec in timed:
-                unit = (
-                    collective_seconds(kind, n, g, 1.0, 0.0),
-                    collective_seconds(kind, n, g, 0.0, 1.0),
-                )
-                rows.setdefault(kind, []).append(([u * g / cores for u in unit], sec))
-    return {kind: _trimmed_fit(r) for kind, r in rows.items()}
-
-
-def fit_grid_collectives(counts, cores: int) -> dict:
-    """{kind: (alpha, beta)} as :func:`fit_collectives`, fitted to each collective timed on
-    the rows and then the columns of a p x q grid of the g ranks, all rows (columns) at once
-    (bench/calibration_counts.py: "grid", "grid_collectives"): the formula on q ranks plus
-    the formula on p. {} if none was timed."""
-    rows: dict[str, list] = {}
-    for c in counts:
-        g = c["ranks"]
-        if g <= cores or "grid_collectives" not in c:
+        if g <= cores:
             continue
-        p, q = c["grid"]
-        for kind, timed in c["grid_collectives"].items():
+        sizes = c.get("grid", ()) if grid else (g,)
+        for kind, timed in c.get("grid_collectives" if grid else "collectives", {}).items():
             for n, sec in timed:
                 unit = [
-                    sum(collective_seconds(kind, n, s, *ab) for s in (p, q))
+                    sum(collective_seconds(kind, n, s, *ab) for s in sizes)
                     for ab in ((1.0, 0.0), (0.0, 1.0))
                 ]
                 rows.setdefault(kind, []).append(([u * g / cores for u in unit], sec))
@@ -216,7 +201,6 @@ __all__ = [
     "count_alltoallv",
     "fit_alltoallv",
     "fit_collectives",
-    "fit_grid_collectives",
     "fit_nonnegative",
     "fit_sharing_alltoallv",
     "sharing_scale",

@@ -25,7 +25,6 @@ from .fits import (
     checked_counts,
     count_alltoallv,
     fit_collectives,
-    fit_grid_collectives,
     sharing_moves,
     sharing_scale,
 )
@@ -289,8 +288,8 @@ class Profile:
 
     def grid_fit(self) -> dict:
         """{kind: (alpha, beta)} as :meth:`sliced_fit`, from the rows and columns of a grid of
-        the g ranks, every row (column) at once (fits.fit_grid_collectives)."""
-        return self._once("grid", lambda: fit_grid_collectives(self.counts, self.cores))
+        the g ranks, every row (column) at once (fits.fit_collectives)."""
+        return self._once("grid", lambda: fit_collectives(self.counts, self.cores, grid=True))
 
     def _once(self, key: str, make):  # make(), once per profile (beside the frozen fields)
         memo = self.__dict__.setdefault("_memo", {})
