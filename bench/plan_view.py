@@ -99,20 +99,20 @@ def repeatability_text(fastest: int, near: int, tried: int) -> str:
 def measured_text(measured: list) -> str:
     """[(candidate, bench.plan_measure.Measured)] in predicted order, against the measured
     order, and how far the rounds agree on the fastest."""
-    ok = [(c, s) for c, (s, *_) in measured if s is not None]
-    by_meas = sorted(ok, key=lambda cs: cs[1])
+    ok = [(c, m) for c, m in measured if m.seconds is not None]
+    by_meas = sorted(ok, key=lambda cm: cm[1].seconds)
     meas_rank = {id(c): i + 1 for i, (c, _) in enumerate(by_meas)}
     w = _width([c for c, _ in measured])
     lines = ["predicted vs measured:", f"{'pred#':>5} {'meas#':>5} {_head(w)} {'meas [ms]':>10}"]
-    for i, (c, (s, note, *_)) in enumerate(measured):
-        ms = f" {s * 1e3:>10.3f}" if s is not None else f" {'failed':>10}"
+    for i, (c, m) in enumerate(measured):
+        ms = f" {m.seconds * 1e3:>10.3f}" if m.seconds is not None else f" {'failed':>10}"
         lines.append(
             f"{i + 1:>5} {meas_rank.get(id(c), '-'):>5} {_row(c, w)}{ms}"
-            + (f"  {note}" if note else "")
+            + (f"  {m.note}" if m.note else "")
         )
     if by_meas:
-        first, (first_s, *_) = measured[0]
-        fastest, fastest_s = by_meas[0]
+        first, first_s = measured[0][0], measured[0][1].seconds
+        fastest, fastest_s = by_meas[0][0], by_meas[0][1].seconds
         if fastest is first:
             lines.append("first choice was the measured fastest")
         elif first_s is not None:
@@ -121,7 +121,7 @@ def measured_text(measured: list) -> str:
                 f"the fastest ({fastest.algo} {fastest.grid_text} "
                 f"{fastest.params_text})"
             )
-    agree = case_agreement([m.rounds for _, m in measured if m.seconds is not None])
+    agree = case_agreement([m.rounds for _, m in ok])
     if agree[2]:  # what the rounds say of the comparison itself
         lines.append(repeatability_text(*agree))
     return "\n".join(lines)

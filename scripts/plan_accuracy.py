@@ -179,9 +179,8 @@ def main() -> int:
                 rounds=args.rounds,
                 launcher=launcher,
             )
-            timed = [
-                (c, m.seconds) for c, m in zip(runs, got, strict=True) if m.seconds is not None
-            ]
+            ran = [(c, m) for c, m in zip(runs, got, strict=True) if m.seconds is not None]
+            timed = [(c, m.seconds) for c, m in ran]
             kept = {
                 id(c): launcher.take(c.run_args(shape, "float32", topology, emulate)) for c in runs
             }
@@ -196,9 +195,7 @@ def main() -> int:
             fast_c, fast_s = min(timed, key=lambda cs: cs[1])
             ratio = got[0].seconds / fast_s
             hit, ok = fast_c is best, ratio <= 1.10
-            rounds = {
-                id(c): m.rounds for c, m in zip(runs, got, strict=True) if m.seconds is not None
-            }
+            rounds = {id(c): m.rounds for c, m in ran}
             ties += not hit and min(rounds[id(best)]) <= max(rounds[id(fast_c)])
             agree = [a + b for a, b in zip(agree, case_agreement(rounds.values()), strict=True)]
             named += not hit and any(c is fast_c for c in near_ties(cands, best, None))
