@@ -17,10 +17,14 @@ barrier to barrier as a run's phases are:
 - ``alltoallv``: MPI_Alltoallv with the move's own counts, from and into ready buffers (what
   the move would cost with no packing or unpacking at all);
 - ``packed``: the same move through the Transfer's packing, Alltoallv and unpacking (what it
-  costs across nodes, and on one node with DISTMM_DIRECT=0).
+  costs across nodes, and on one node with DISTMM_DIRECT=0);
+- ``alltoall_whole``: MPI_Alltoall in which every rank receives as many elements as the
+  busiest rank's destination blocks hold (what it receives and what it keeps), spread evenly
+  over all the ranks, itself included: an all-to-all writing the same elements as the move.
 It prints, per move, ``throughput`` = alltoall / redistribution (>= 0.8 wanted; above 1 the
 move beat the uniform all-to-all of its peak volume), ``vs_alltoallv`` = alltoallv /
-redistribution and ``packed_throughput`` = alltoall / packed, with medians overall and by P.
+redistribution, ``packed_throughput`` = alltoall / packed and ``whole_throughput`` =
+alltoall_whole / redistribution, with medians overall and by P.
 scripts/end_to_end.py sets the same moves against the model's price instead.
 
 On one node MPICH 5 moves a large message in a single copy (cross-memory attach, on by default
@@ -28,7 +32,12 @@ since pmodels/mpich#7639), which a move that packs and unpacks cannot match: on 
 the packed moves ran at a median 0.33 of the all-to-all's speed (P = 4-16), 0.79 at P = 4 with
 MPIR_CVAR_CH4_CMA_ENABLE=0 (MPICH's two-copy path, where the all-to-all took 4-8x longer);
 written into shared memory, 0.54 (a move also copies the part it keeps, which no all-to-all
-sends).
+sends). ``whole_throughput`` sets each move against an all-to-all that writes as many elements
+as it does: on another 2-core VM (results/vm-2c-amx) the moves in and out from ``cols`` at
+P = 4, which keep about as many elements as they send, ran at 0.85-1.16 of that one (summa's
+in at 0.45 of the all-to-all of its peak volume and 1.01 of that one): there the kept part is
+the whole gap. Over every move at P = 4-16, from ``cols`` 0.54 and 0.67, from
+``block-cyclic:64`` 0.51 and 0.51: there the kept part explains little of it.
 """
 
 import argparse
@@ -68,21 +77,30 @@ def lap(comm, op, repeat: int) -> float:
 
 
 def mpi_ops(comm, move):
-    """(uniform Alltoall of the busiest rank's volume, Alltoallv of the move's counts) as
-    callables, and that volume; ``move``: this rank's Transfer or Batch (what it sends and
-    receives to itself is kept, not sent)."""
+    """(uniform Alltoall of the busiest rank's volume, Alltoallv of the move's counts, uniform
+    Alltoall of the busiest rank's whole destination) as callables, and that volume; ``move``:
+    this rank's Transfer or Batch (what it sends and receives to itself is kept, not sent)."""
     from mpi4py import MPI
 
     P, me = comm.Get_size(), comm.Get_rank()
     send, recv = (np.array(c, np.int64) for c in (move.sendcounts, move.recvcounts))
+    # every element of a destination block is written once, the kept ones by a local copy
+    whole = comm.allreduce(int(recv.sum()), op=MPI.MAX)
     send[me] = recv[me] = 0
     peak = comm.allreduce(int(send.sum()), op=MPI.MAX)
     each = -(-peak // (P - 1))
     a, b = np.ones(each * P, DTYPE), np.empty(each * P, DTYPE)
+    part = -(-whole // P)  # to every rank, this one included (MPI copies that part locally)
+    wa, wb = np.ones(part * P, DTYPE), np.empty(part * P, DTYPE)
     sbuf, rbuf = np.ones(max(send.sum(), 1), DTYPE), np.empty(max(recv.sum(), 1), DTYPE)
     sv = [sbuf, (send, np.concatenate(([0], np.cumsum(send)[:-1]))), MPI.FLOAT]
     rv = [rbuf, (recv, np.concatenate(([0], np.cumsum(recv)[:-1]))), MPI.FLOAT]
-    return (lambda: comm.Alltoall(a, b)), (lambda: comm.Alltoallv(sv, rv)), peak
+    ops = (
+        lambda: comm.Alltoall(a, b),
+        lambda: comm.Alltoallv(sv, rv),
+        lambda: comm.Alltoall(wa, wb),
+    )
+    return ops, peak
 
 
 def worker(args) -> None:
@@ -122,10 +140,12 @@ def worker(args) -> None:
                     fast = direct(move, c, DTYPE)  # what a run moves with
                     quick = lambda f=fast, b=source, c=c: f(b, c, True)  # noqa: E731
                     run = lambda t=move, b=source, c=c: t(b, c, True)  # noqa: E731
-                    uniform, exact, peak = mpi_ops(c, move)
-                    times = {"redistribution": [], "alltoall": [], "alltoallv": [], "packed": []}
+                    (uniform, exact, whole), peak = mpi_ops(c, move)
+                    kinds = ("redistribution", "alltoall", "alltoallv", "packed", "alltoall_whole")
+                    times = {k: [] for k in kinds}
+                    ops = (quick, uniform, exact, run, whole)
                     for _ in range(3):  # interleaved, so a slow minute hits all of them
-                        for key, op in zip(times, (quick, uniform, exact, run), strict=True):
+                        for key, op in zip(times, ops, strict=True):
                             times[key].append(lap(c, op, args.repeat))
                     t = {k: statistics.median(v) for k, v in times.items()}
                     rows.append(
@@ -141,6 +161,7 @@ def worker(args) -> None:
                             "throughput": t["alltoall"] / t["redistribution"],
                             "vs_alltoallv": t["alltoallv"] / t["redistribution"],
                             "packed_throughput": t["alltoall"] / t["packed"],
+                            "whole_throughput": t["alltoall_whole"] / t["redistribution"],
                         }
                     )
                     release(fast)
@@ -185,7 +206,7 @@ def main() -> None:
         print(table.round(3).to_string(index=False))
     moving = table[table["peak_MiB"] > 0]  # a move that keeps everything is a local copy
     print(f"\n{len(table) - len(moving)} moves only copy locally: left out below")
-    for col in ("throughput", "vs_alltoallv", "packed_throughput"):
+    for col in ("throughput", "vs_alltoallv", "packed_throughput", "whole_throughput"):
         v = moving[col]
         print(
             f"\n{col}: median {v.median():.2f}, min {v.min():.2f}, >= 0.8 in "
