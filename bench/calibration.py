@@ -245,21 +245,22 @@ def _spread(probes: list[float]) -> float:
 BUSY_GEMM = 1024  # the square GEMM every rank does at once (busy_gemm, oversubscription)
 
 
-def busy_gemm(comm, cores: int, quick: bool, n: int | None = None) -> list:
-    """[n, seconds per n x n x n GEMM + accumulate] (n default BUSY_GEMM; quick: 512) with
-    every rank of ``comm`` doing the same on random operands, with the BLAS threads a run of
-    that many ranks on the node gives each (bench.machine.blas_threads), timed barrier to
-    barrier as a run's steps are (the slowest rank's time), the least of two laps. Against the
-    GEMM rates (each shape timed alone, each rank at its own pace) this is what the node's
-    ranks computing at once and keeping pace cost: on a 16-core machine 1024^3 took 1.4-1.6
-    times the rates' price at 16 ranks, 1.35-1.45 at 8 (2 threads each), 0.8-0.9 at 1."""
+def busy_gemm(comm, cores: int, quick: bool, n: int | None = None, shape=None) -> list:
+    """[n, seconds per n x n x n GEMM + accumulate] (n default BUSY_GEMM; quick: 512; with
+    ``shape`` (m, k, n), [shape, seconds] of that GEMM) with every rank of ``comm`` doing the
+    same on random operands, with the BLAS threads a run of that many ranks on the node gives
+    each (bench.machine.blas_threads), timed barrier to barrier as a run's steps are (the
+    slowest rank's time), the least of two laps. Against the GEMM rates (each shape timed
+    alone, each rank at its own pace) this is what the node's ranks computing at once and
+    keeping pace cost: on a 16-core machine 1024^3 took 1.4-1.6 times the rates' price at 16
+    ranks, 1.35-1.45 at 8 (2 threads each), 0.8-0.9 at 1."""
     from threadpoolctl import threadpool_limits
 
     from algorithms.local_gemm import gemm_rows
     from bench.machine import blas_threads
 
     n = n or _busy_n(quick)
-    a, b, c, tmp = _square_operands(comm.Get_rank(), n)
+    a, b, c, tmp = _operands(comm.Get_rank(), *(shape or (n, n, n)))
     reps = 2 if quick else 6
     with threadpool_limits(limits=blas_threads(cores, comm.Get_size()), user_api="blas"):
         gemm_rows(a, b, c, True, tmp)
@@ -271,7 +272,7 @@ def busy_gemm(comm, cores: int, quick: bool, n: int | None = None) -> list:
                 gemm_rows(a, b, c, True, tmp)
             comm.Barrier()
             laps.append(comm.bcast((now() - t0) / reps, root=0))
-    return [n, min(laps)]
+    return [shape or n, min(laps)]
 
 
 def _busy_n(quick: bool) -> int:
@@ -280,9 +281,14 @@ def _busy_n(quick: bool) -> int:
 
 def _square_operands(seed: int, n: int) -> tuple:
     """A and B random (ones or zeros draw less power), C and the scratch tile zero: n x n."""
-    data = np.random.default_rng(seed).standard_normal(2 * n * n, dtype=np.float32)
-    zeros = np.zeros((2, n, n), np.float32)
-    return data[: n * n].reshape(n, n), data[n * n :].reshape(n, n), zeros[0], zeros[1]
+    return _operands(seed, n, n, n)
+
+
+def _operands(seed: int, m: int, k: int, n: int) -> tuple:
+    """:func:`_square_operands` of an m x k by k x n GEMM."""
+    data = np.random.default_rng(seed).standard_normal(m * k + k * n, dtype=np.float32)
+    zeros = np.zeros((2, m, n), np.float32)
+    return data[: m * k].reshape(m, k), data[m * k :].reshape(k, n), zeros[0], zeros[1]
 
 
 def oversubscription(world, cores: int, quick: bool) -> dict | None:

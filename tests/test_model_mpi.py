@@ -52,3 +52,16 @@ def test_collectives_timed_on_the_rows_and_columns_of_a_grid():
     assert out["grid"] == [p, q] and set(out["grid_collectives"]) == set(GRID_KINDS)
     for rows in out["grid_collectives"].values():
         assert len(rows) == 2 and all(n > 0 and seconds >= 0 for n, seconds in rows)
+
+
+@pytest.mark.mpi
+def test_busy_gemm_times_any_shape_with_every_rank_at_once():
+    """calibrate's GEMM with every rank busy, of a square size and of an M x K x N shape (what
+    scripts/gemm_busy.py --shapes times): each rank's same barrier-to-barrier seconds."""
+    from bench.calibration import busy_gemm
+
+    n, square = busy_gemm(world, 2, True, 64)
+    shape, thin = busy_gemm(world, 2, True, shape=(96, 32, 16))
+    assert n == 64 and shape == (96, 32, 16)
+    assert square > 0 and thin > 0
+    assert world.allgather(thin) == [thin] * P  # rank 0's time, told to every rank
