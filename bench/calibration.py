@@ -280,12 +280,13 @@ def _busy_n(quick: bool) -> int:
 
 
 def _square_operands(seed: int, n: int) -> tuple:
-    """A and B random (ones or zeros draw less power), C and the scratch tile zero: n x n."""
+    """:func:`_operands` of an n x n x n GEMM."""
     return _operands(seed, n, n, n)
 
 
 def _operands(seed: int, m: int, k: int, n: int) -> tuple:
-    """:func:`_square_operands` of an m x k by k x n GEMM."""
+    """A (m x k) and B (k x n) random (ones or zeros draw less power), C and the scratch tile
+    (m x n) zero."""
     data = np.random.default_rng(seed).standard_normal(m * k + k * n, dtype=np.float32)
     zeros = np.zeros((2, m, n), np.float32)
     return data[: m * k].reshape(m, k), data[m * k :].reshape(k, n), zeros[0], zeros[1]
