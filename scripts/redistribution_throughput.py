@@ -37,7 +37,8 @@ as it does: on another 2-core VM (results/vm-2c-amx) the moves in and out from `
 P = 4, which keep about as many elements as they send, ran at 0.85-1.16 of that one (summa's
 in at 0.45 of the all-to-all of its peak volume and 1.01 of that one): there the kept part is
 the whole gap. Over every move at P = 4-16, from ``cols`` 0.54 and 0.67, from
-``block-cyclic:64`` 0.51 and 0.51: there the kept part explains little of it.
+``block-cyclic:64`` 0.51 and 0.51: from ``cols`` it explains about a quarter of the gap, from
+``block-cyclic:64`` none of it.
 """
 
 import argparse
