@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from algorithms import get
-from layouts.endpoints import move_overlaps
+from layouts.endpoints import move_overlaps, pair_bounds
 from layouts.tensorlayout import TooManyPairs
 
 from .model import MovePrice, Profile, plan_moves, price_moves, setup_seconds
@@ -51,6 +51,7 @@ class Redistributions:
         self.refused = ""  # why some moves could not be counted (too many rank pairs)
         self.keys: dict = {}  # id(plan) -> (plan, its layouts and mesh as text)
         self.shape_bounds: dict = {}
+        self.pair_counts: dict = {}
         self.workers = None
         if workers:  # started now: they import what pricing needs while the search walks
             from .plan_workers import Workers
@@ -68,6 +69,33 @@ class Redistributions:
         if self.workers is None or key in self.prices or key[:-1] in self.overlaps:
             return
         self.workers.submit(key, plan, binding)
+
+    def idle(self) -> int:
+        """How many workers have nothing to price (0 without workers)."""
+        return 0 if self.workers is None else self.workers.idle()
+
+    def speculate(self, plan, binding=None) -> bool:
+        """Have an idle worker price ``plan``'s moves where they are cheap to price in vain
+        (their overlaps at most SPECULATE_PAIRS entries, bench/plan_workers.py); whether one
+        was given them."""
+        from .plan_workers import SPECULATE_PAIRS
+
+        key = (*self._key(plan), _start(binding))
+        if self.workers is None or key in self.prices or key[:-1] in self.overlaps:
+            return False
+        if key in self.workers.pending or not self.idle():
+            return False
+        if self._pairs(plan) > SPECULATE_PAIRS:
+            return False
+        self.workers.submit(key, plan, binding)
+        return True
+
+    def _pairs(self, plan) -> int:
+        """At most how many entries ``plan``'s moves' overlaps hold, once per native layouts."""
+        key = self._key(plan)
+        if key not in self.pair_counts:
+            self.pair_counts[key] = sum(pair_bounds(plan_moves(self.users, plan)))
+        return self.pair_counts[key]
 
     def _fetched(self, key, plan) -> tuple[float, MovePrice] | None:
         """(bound, price) a worker computed for ``key`` (waiting for it), else None."""

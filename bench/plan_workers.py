@@ -8,7 +8,9 @@ the rest of the plan waits. Here forked workers price the candidates the search 
 waits for the one it needs. A worker prices with the parent's own Redistributions, inherited by
 the fork, so the plan's answer is the same with workers or without. The workers start with the
 plan and import SciPy (for the relabelling's matchings, 0.3 s) below the parent's priority while
-it walks the candidates' loops; a worker that dies leaves its prices to the parent.
+it walks the candidates' loops; a worker that dies leaves its prices to the parent. Where the
+search is about to wait with workers idle, they price the candidates next in line whose moves
+pair at most SPECULATE_PAIRS rank parts (Redistributions.speculate): cheap to price in vain.
 
 Only where pricing is dear (:data:`FROM_RANKS`), on Linux (where fork is the default start, and
 the only one that needs no re-import of the caller's main module), and never inside an MPI job:
@@ -31,6 +33,11 @@ MOST_WORKERS = 4  # each holds one candidate's rank pairs (up to a few hundred M
 # end and bounded near the one priced): at 8192 ranks from block layouts 4 had 2 workers price
 # 8-13 layouts where 8 were needed, 0-0.1 s faster than 2, 0.1-0.5 s faster than 1
 AHEAD_PER_WORKER = 4
+# idle workers price a candidate the search may never need only where its moves' overlaps hold
+# at most this many entries (layouts.endpoints.pair_bounds; about 0.2 us each to count and
+# relabel): from block layouts at 4096 ranks, tesseract 2x2x1024's 4.5 million took both
+# workers 1.2-2 s each, and the plan 3.9 s where it takes 0.7 without them
+SPECULATE_PAIRS = 1 << 20
 
 _PRICER = None  # the planner's Redistributions (bench/plan_ranking.py), for the fork
 
@@ -65,6 +72,12 @@ class Workers:
         )
         self.pool.submit(int)  # the first task starts every worker (and their imports) now
         self.pending: dict = {}
+        self.count = count
+
+    def idle(self) -> int:
+        """How many workers have nothing to price (any submitted and not done is busy)."""
+        busy = sum(f is not None and not f.done() for f in self.pending.values())
+        return max(self.count - busy, 0)
 
     def submit(self, key, plan, binding) -> None:
         if key not in self.pending:
@@ -107,4 +120,11 @@ def _priced(plan, binding) -> tuple[str, float, object]:
     return (_PRICER.refused if _PRICER.uncountable(plan) else ""), bound, price
 
 
-__all__ = ["AHEAD_PER_WORKER", "FROM_RANKS", "MOST_WORKERS", "Workers", "workers_for"]
+__all__ = [
+    "AHEAD_PER_WORKER",
+    "FROM_RANKS",
+    "MOST_WORKERS",
+    "SPECULATE_PAIRS",
+    "Workers",
+    "workers_for",
+]

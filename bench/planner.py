@@ -208,12 +208,13 @@ def candidates(
                         extra = partial(moves.seconds, plan, b, algorithm)
                         refine = partial(moves.overlap_bound, plan, b)
                         bound, fetch = moves.lower_bound(plan), partial(moves.prefetch, plan, b)
-                        jobs.append(Job(run, mem, extra, bound, refine, fetch))
+                        guess = partial(moves.speculate, plan, b)
+                        jobs.append(Job(run, mem, extra, bound, refine, fetch, guess))
                     else:
                         jobs.append(Job(run, mem))
     out = Ranking()
     try:
-        found = search(jobs, keep, ahead)
+        found = search(jobs, keep, ahead, None if moves is None else moves.idle)
     finally:
         if moves is not None:
             moves.close()

@@ -135,3 +135,38 @@ def test_the_search_names_ahead_only_jobs_walked_and_bounded_near():
     named.clear()
     _prefetch(jobs, heap[1:], heap[0], 1, walked, extra)
     assert named == [0, 1]
+
+
+def test_idle_workers_change_neither_what_the_search_bounds_nor_the_plan(profile_file, monkeypatch):
+    """Idle workers price candidates next in line, their kernels walked to the end ahead of
+    their turn (bench.model.search._fill_idle); the search still bounds the moves of the same
+    candidates, in the same order, as alone, and plans the same. From block at 4096 ranks
+    (8192^3) it once bounded three such by their stale heap entries (11 s below their kernels,
+    with results/vm-2c-amx's profile) and waited 2 s for a worker pricing their moves in full."""
+    profile = Profile.load(profile_file)
+    asked, given = [], []
+    bound, speculate = (
+        plan_ranking.Redistributions.overlap_bound,
+        plan_ranking.Redistributions.speculate,
+    )
+
+    def overlap_bound(self, plan, binding=None):
+        asked.append(self._key(plan))
+        return bound(self, plan, binding)
+
+    def guessed(self, plan, binding=None):
+        found = speculate(self, plan, binding)
+        given.extend([self._key(plan)] if found else [])
+        return found
+
+    monkeypatch.setattr(plan_ranking.Redistributions, "overlap_bound", overlap_bound)
+    monkeypatch.setattr(plan_ranking.Redistributions, "speculate", guessed)
+    shape, P = (8192,) * 3, 4096
+    users = user_layouts(dict.fromkeys("ABC", "block"), shape, P)
+    runs = []
+    for workers in (0, 2):
+        cands = candidates(shape, P, profile, users=users, keep=15, workers=workers)
+        runs.append((list(asked), _table(cands)))
+        asked.clear()
+        assert bool(given) == bool(workers)  # (no workers: nothing given)
+    assert runs[0] == runs[1]
