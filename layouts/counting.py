@@ -98,6 +98,7 @@ def summed_pairs(keys: list, counts: list, P: int) -> tuple[np.ndarray, np.ndarr
     return pair // P, pair % P, total
 
 
+@lru_cache(maxsize=8)
 def piece_counts(
     src: TensorLayout, src_mesh: AbstractMesh, dst: TensorLayout, dst_mesh: AbstractMesh
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -109,7 +110,8 @@ def piece_counts(
     Block-cyclic tiles of 64 make a piece of every 64 elements, 1-D blocks one per row. Where
     a window narrower than its Time axis (T10) holds consecutive chunks side by side, each
     chunk is counted a piece (an over-count: tests/test_exchange_counts.py), as are rows that
-    two blocks both hold whole (one copy of consecutive rows)."""
+    two blocks both hold whole (one copy of consecutive rows). Kept for the next few calls (a
+    move's pieces bound its price, bench/model/move_bound.py, then price it): read-only."""
     P = src_mesh.size
     splace, dplace, per_dim = _counting(src, src_mesh, dst, dst_mesh)
     sent, got = np.zeros(P), np.zeros(P)
@@ -120,7 +122,10 @@ def piece_counts(
         sent += np.bincount((sbase + source)[sends], (runs * held.sum(1))[sends], P)
         d = dbase[:, None] + dh
         got += np.bincount(d[held], np.broadcast_to(runs[:, None], d.shape)[held], P)
-    return np.rint(sent).astype(np.int64), np.rint(got).astype(np.int64)
+    out = np.rint(sent).astype(np.int64), np.rint(got).astype(np.int64)
+    for a in out:
+        a.flags.writeable = False
+    return out
 
 
 # -- placements ------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ from topology.links import LinkModel
 
 def _counted(g: int) -> dict:
     """A rank count whose layout changes were timed (so priced by their coefficients)."""
-    a2av = {"start": 4e-5, "message": 2e-5, "byte": 3e-10, "copy": 1e-10, "timed": []}
+    a2av = {"start": 4e-5, "message": 2e-5, "byte": 3e-10, "copy": 1e-10, "piece": 2e-7}
+    a2av["timed"] = []
     p2p = {"alpha": 2e-6, "beta": 1e-10, "alpha_large": 5e-6, "beta_large": 1e-10}
     return {"ranks": g, **p2p, "collective_factor": {}, "alltoallv": a2av}
 
@@ -73,3 +74,26 @@ def test_bounds_never_exceed_the_exact_price(profile, P, spec, shape):
                     assert tight <= exact * (1 + 1e-12), (name, g, rpn, lk)
                     checked += 1
     assert checked > 20
+
+
+def test_the_pieces_a_move_copies_raise_its_bound(tmp_path):
+    """Block-cyclic tiles of 4 make a piece of every 4 elements a rank copies, in any order:
+    the overlap bound counts them (move_bound._pieces) where the profile prices pieces, and
+    stays below the exact price."""
+    shape, P = (96, 64, 80), 6
+    users = user_layouts(dict.fromkeys("ABC", "block-cyclic:4"), shape, P)
+    plan = get("summa").plan(shape, P, grid=(2, 3))
+    mv = plan_moves(users, plan)
+    overlaps = [overlap_pairs(m.src, m.src_mesh, m.dst, m.dst_mesh) for m in mv]
+    bounds = []
+    for piece in (0.0, 2e-7):
+        data = {**PROFILE, "counts": [_counted(g) for g in (1, 2)]}
+        for c in data["counts"]:
+            c["alltoallv"]["piece"] = piece
+        f = tmp_path / f"profile-{piece}.json"
+        f.write_text(json.dumps(data))
+        prof = Profile.load(f)
+        exact = price_moves(mv, P, prof, 4, P).seconds
+        bounds.append(overlap_bound(mv, overlaps, P, prof, 4, P))
+        assert bounds[-1] <= exact * (1 + 1e-12)
+    assert bounds[1] > bounds[0]
