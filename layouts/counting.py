@@ -194,18 +194,19 @@ def _reduced(keys, counts, op: np.ufunc) -> tuple[np.ndarray, np.ndarray]:
     ``keys`` and ``counts``. Where a key and a count fit one int64 together, each pair is
     packed into one and the packed values sorted (NumPy's vectorised sort, or where they come
     in a few sorted runs, as pairs of several moves do, a merge of the runs): the argsort and
-    inverse np.unique needs took several times as long on the pairs of P = 8192 layouts."""
+    inverse np.unique needs took several times as long on the pairs of P = 8192 layouts. Keys
+    already in order are not sorted."""
     keys, counts = np.asarray(keys, np.int64), np.asarray(counts, np.int64)
     if keys.size == 0:
         return keys, counts
     shift = int(counts.max()).bit_length()
-    if shift + int(keys.max()).bit_length() > 63 or counts.min() < 0:
+    descents = np.count_nonzero(keys[1:] < keys[:-1])  # 0: in order (one side of sorted pairs)
+    if descents and (shift + int(keys.max()).bit_length() > 63 or counts.min() < 0):
         order = np.argsort(keys, kind="stable")
         keys, counts = keys[order], counts[order]
-    else:
+    elif descents:
         packed = (keys << shift) | counts
-        runs = np.count_nonzero(packed[1:] < packed[:-1]) < _FEW_RUNS
-        packed = np.sort(packed, kind="stable" if runs else None)
+        packed = np.sort(packed, kind="stable" if descents < _FEW_RUNS else None)
         keys, counts = packed >> shift, packed & ((1 << shift) - 1)
     first = np.empty(keys.size, bool)
     first[:1] = True

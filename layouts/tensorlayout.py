@@ -182,7 +182,9 @@ class TensorLayout:
         )
 
     def __str__(self) -> str:
-        return format_layout(self)
+        return self._text
+
+    _text = cached_property(lambda self: format_layout(self))  # plan keys moves by the text
 
     # -- validation ------------------------------------------------------------------------
     def _factors(self) -> Iterable[Factor]:
