@@ -5,7 +5,8 @@ what a change to the model or the calibration would have made of runs already me
         --profile profile.json [--layouts block] [--judge-rounds K]
 
 The records are ``scripts/plan_accuracy.py --records``'s JSON lines: each case's candidates
-as they were run, with their measured timings. Every case is planned again (the same
+as they were run, with their measured timings (on a mesh, or on a cluster emulated with
+--emulate-links: priced as such). Every case is planned again (the same
 candidates, priced now); among its measured candidates the one now predicted fastest is the
 first choice, against the one measured fastest. Prints each case, then the cases' hits, the
 runs' median |pred/meas - 1|, each algorithm's median pred/meas and the moves' in and out
@@ -57,13 +58,18 @@ def main() -> int:
         P = int(case.split()[0].removeprefix("P="))
         shape = tuple(int(x) for x in case.split()[1].split("x"))
         users = user_layouts(dict.fromkeys("ABC", args.layouts), shape, P)
-        cands = candidates(shape, P, profile, "float32", P, "mesh", None, users=users)
+        topology, links = _machine(runs[0]["argv"])
+        cands = candidates(
+            shape, P, profile, "float32", P, topology, links, users=users, emulated=True
+        )
         # each algorithm alone: a run of one the planner now leaves to its twin (Algorithm.
         # same_as: summa25d on p x p x 1, say) is priced as itself
         priced = {}
         for algo in {run["argv"][1] for run in runs}:
-            alone = candidates(shape, P, profile, "float32", P, "mesh", None, [algo], users)
-            priced.update({tuple(c.run_args(shape, "float32", "mesh", None)): c for c in alone})
+            alone = candidates(
+                shape, P, profile, "float32", P, topology, links, [algo], users, emulated=True
+            )
+            priced.update({tuple(c.run_args(shape, "float32", topology, links)): c for c in alone})
         measured, now = {}, {}  # seconds by candidate: measured, and as priced now
         rounds = {run["candidate"]: [r["seconds"] for r in run["runs"]] for run in runs}
         agree = [a + b for a, b in zip(agree, case_agreement(rounds.values()), strict=True)]
@@ -107,6 +113,13 @@ def main() -> int:
     if args.judge_rounds:
         print(_judged_on_subsets(judged, args.judge_rounds))
     return 0
+
+
+def _machine(argv: list[str]) -> tuple[str, str | None]:
+    """(topology, emulated links) a stored run's `distmm run` arguments name (a mesh: "mesh",
+    None), so that runs on an emulated cluster are priced as such."""
+    named = dict(zip(argv, argv[1:], strict=False))
+    return named.get("--topology", "mesh"), named.get("--emulate-links")
 
 
 def _judged_on_subsets(judged: list, k: int) -> str:

@@ -408,3 +408,40 @@ def test_emulated_links_price_the_dearer_of_the_link_and_this_machine(tmp_path):
         else:  # this machine's messages are the dearer: priced as on a plain mesh
             assert seconds[True] == pytest.approx(mesh) and seconds[False] < mesh
             assert moved[True] == pytest.approx(here.seconds) and moved[False] < here.seconds
+
+
+def test_emulated_links_end_a_phase_in_an_idle_barrier(tmp_path):
+    """Where calibrate timed layout changes, a move held to emulated links ends with its ranks
+    asleep, not in GEMMs: the barrier after it costs the changes' start (on this machine's
+    ranks), not the closing barrier's price; on real links that price remains."""
+    import json
+    from dataclasses import replace
+
+    from conftest import PROFILE
+
+    from bench.model import Profile, phase_barrier, plan_moves, price_moves
+    from bench.model.redistribution import phase_end
+    from layouts.endpoints import user_layouts
+
+    data = json.loads(json.dumps(PROFILE))
+    a2av = {"start": 3e-4, "message": 2e-5, "byte": 3e-10, "copy": 1e-10, "timed": []}
+    p2p = {"alpha": 2e-6, "beta": 1e-10, "alpha_large": 5e-6, "beta_large": 1e-10}
+    data["counts"] = [
+        {"ranks": g, **p2p, "collective_factor": {}, "alltoallv": a2av} for g in (1, 2)
+    ]
+    f = tmp_path / "timed.json"
+    f.write_text(json.dumps(data))
+    prof = Profile.load(f)
+    tree = parse_topology("cluster:2,2")
+    real = LinkModel.load("1gbe", tree)
+    emulated = replace(real, emulated=True)
+    start = prof.at(4).alltoallv["start"]  # (4 ranks on the profile's 2 cores: scaled)
+    assert phase_end(4, prof, 4, emulated) == (start, True)
+    assert phase_end(4, prof, 4, real) == (phase_barrier(4, prof, 4, real), False)
+    plan = get("summa").plan((256, 256, 256), 4, grid=(2, 2))
+    moves = plan_moves(user_layouts(dict.fromkeys("ABC", "cols"), plan.shape, 4), plan)
+    held = price_moves(moves, 4, prof, 4, 4, False, emulated)
+    slow = price_moves(moves, 4, prof, 4, 4, False, real)
+    assert held.closing == 0.0 and slow.closing == phase_barrier(4, prof, 4, real)
+    # held to links far slower than this machine: the links' time, then the barrier
+    assert held.redistribute_in == pytest.approx(slow.redistribute_in - slow.closing + start)

@@ -51,11 +51,11 @@ def test_cluster_placement_and_emulation(topo, tmp_path_factory):
         mesh.free()
 
 
-def _slow_links(tree, tmp_path_factory, alpha=ALPHA):
+def _slow_links(tree, tmp_path_factory, alpha=ALPHA, bandwidth=1e12):
     path = None
     if MPI.COMM_WORLD.Get_rank() == 0:
         path = tmp_path_factory.mktemp("net") / "slow.json"
-        path.write_text(json.dumps({"node": {"alpha": alpha, "bandwidth": 1e12}}))
+        path.write_text(json.dumps({"node": {"alpha": alpha, "bandwidth": bandwidth}}))
     links = LinkModel.load(MPI.COMM_WORLD.bcast(str(path) if path else None, root=0), tree)
     return replace(links, emulated=True)  # as `run --emulate-links` holds them
 
@@ -112,6 +112,29 @@ def test_end_to_end_on_a_cluster_holds_redistributions_to_the_network(tmp_path_f
         held = links.exchange(src, dst, counts[src, dst] * 8).max()
         assert held >= ALPHA  # block-cyclic to blocks crosses the nodes
         assert r["phases"][phase]["seconds"] >= held
+
+
+@pytest.mark.mpi
+@needs4
+@pytest.mark.timeout(120)
+def test_the_move_out_lasts_until_its_busiest_rank_is_done(tmp_path_factory):
+    """The move out ends with no barrier: its phase is the longest any rank's took, not rank
+    0's. C from Cannon's blocks into columns on cluster:2,2, priced by bandwidth: ranks 1 and 2
+    send twice what ranks 0 and 3 send between the nodes."""
+    import numpy as np
+
+    from layouts.endpoints import move_counts
+
+    tree = parse_topology("cluster:2,2")
+    links = _slow_links(tree, tmp_path_factory, alpha=1e-6, bandwidth=2e4)
+    specs = {"A": "native", "B": "native", "C": "cols"}
+    r, e2e = _run_e2e("cannon", specs, tree, links)
+    assert r["verified"], r["max_rel_error"]
+    counts = move_counts(e2e.move("C"), e2e.ranks)
+    src, dst = np.nonzero(counts)
+    held = links.exchange(src, dst, counts[src, dst] * 8)
+    assert held[0] < 0.6 * held.max()  # rank 0 is not the busiest
+    assert r["phases"]["redistribute_out"]["seconds"] >= held.max()
 
 
 @pytest.mark.mpi

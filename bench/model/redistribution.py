@@ -82,7 +82,8 @@ def pairs_seconds(
     topology.links.LinkModel, job rank = tree rank) the messages crossing a priced level are
     priced by the links instead (LinkModel.exchange), the two parts running at once; emulated
     links (LinkModel.emulated) are held after the messages really moved here, so those are
-    priced both ways and the dearer counts. ``pieces``: the pieces each job rank copies
+    priced both ways and the dearer counts (the links' with the barrier after: phase_end).
+    ``pieces``: the pieces each job rank copies
     (:func:`phase_pieces`; None: none counted). Nothing moving between ranks costs nothing."""
     src, dst, count = (np.asarray(x, np.int64) for x in (src, dst, count))
     off = src != dst
@@ -95,6 +96,8 @@ def pairs_seconds(
     # emulated links hold messages that really move on this machine: they count here too
     local = off if links.emulated else off & ~net
     linked = links.exchange(src[net], dst[net], count[net] * itemsize) if net.any() else None
+    if linked is not None and links.emulated and profile.at(ranks_per_node).alltoallv:
+        linked = linked + profile.at(ranks_per_node).alltoallv["start"]
     per_rank = _per_rank(src, dst, count, P, local)
     return ranks_seconds(per_rank, profile, itemsize, ranks_per_node, linked, pieces)
 
@@ -239,27 +242,26 @@ def move_seconds(
 
 
 def phase_barrier(P: int, profile: Profile, ranks_per_node: int, links=None) -> float:
-    """The barrier closing a run's timed region (bench.model.walk.barrier_seconds), as
-    :func:`phase_end` prices the barriers of an end-to-end run where calibrate's layout changes
-    do not price its moves."""
+    """The barrier closing a run's timed region (bench.model.walk.barrier_seconds)."""
     return barrier_seconds(profile.at(ranks_per_node), P, links)
 
 
 def phase_end(P: int, profile: Profile, ranks_per_node: int, links=None) -> tuple[float, bool]:
-    """(seconds, held) of the barrier that ends an end-to-end run's phase in (after the moves
-    in and the algorithm's set-up, bench/endtoend.py) and of the one closing its repetition
-    (after the moves out), and whether the price of moves before it holds it. Calibrate times
-    its layout changes barrier to barrier, as the phases are timed: where their coefficients
-    price the moves (Profile.alltoallv, no links), the barrier after moves is in their price
-    (the fit's start), and one after none is a start too: a barrier after no GEMMs. The
-    barrier closing a multiplication waits for GEMMs the ranks time-slice (4 ranks on 2 cores:
-    1.15 ms); priced so, a phase in without moves was 1.15 ms where it took 0.1, and the
-    phases in of 96 runs from block at 4-16 ranks a median 1.65x what they took. Without those
-    coefficients (older profiles, links priced apart): the closing barrier's price, not held."""
+    """(seconds, held) of the barrier ending an end-to-end run's phase in (after the moves in
+    and the algorithm's set-up, bench/endtoend.py) and of the one closing its repetition (after
+    the moves out), and whether the moves' price holds it. Calibrate times its layout changes
+    barrier to barrier, as the phases are timed: where their coefficients price the moves
+    (Profile.alltoallv), the barrier after moves is in their price (the fit's start), and one
+    after none is a start too: a barrier after no GEMMs (the one closing a multiplication waits
+    for GEMMs the ranks time-slice: priced so, the phases in of 96 runs from block at 4-16
+    ranks were a median 1.65x what they took). Emulated links (LinkModel.emulated) hold ranks
+    asleep, not in GEMMs: :func:`pairs_seconds` adds the start to their time (the barrier after
+    Cannon 4x4's moves in on an emulated 8 x 2 cluster took about 1 ms, the closing barrier's
+    price 7.6). Without those coefficients, or on real links: the closing barrier's price."""
     at = profile.at(ranks_per_node)
     if P <= 1:
         return 0.0, False
-    if links is None and at.alltoallv is not None:
+    if (links is None or links.emulated) and at.alltoallv is not None:
         return at.alltoallv["start"], True
     return phase_barrier(P, profile, ranks_per_node, links), False
 
