@@ -1,7 +1,8 @@
 """End-to-end runs from the user's layouts: A and B redistributed into the algorithm's native
 layouts (``redistribute_in``: one Alltoallv for both, layouts/batch.py, and the algorithm's
 local set-up), the multiplication (``multiply``), C redistributed into the user's layout
-(``redistribute_out``), each phase timed between barriers. With every layout native there is
+(``redistribute_out``), each phase timed between barriers (the move out until its last rank is
+done: bench.runner._slowest). With every layout native there is
 no move and no extra barrier: the repetition is the multiplication alone, as before.
 
 The algorithm's mesh is laid onto the job's ranks in the order that moves the fewest bytes

