@@ -65,10 +65,16 @@ class Redistributions:
 
     def prefetch(self, plan, binding=None) -> None:
         """Have a worker price ``plan``'s moves, if there are workers and it is not priced."""
+        key = self._unpriced(plan, binding)
+        if key is not None:
+            self.workers.submit(key, plan, binding)
+
+    def _unpriced(self, plan, binding):
+        """``plan``'s key where there are workers and it is neither priced nor counted here."""
         key = (*self._key(plan), _start(binding))
         if self.workers is None or key in self.prices or key[:-1] in self.overlaps:
-            return
-        self.workers.submit(key, plan, binding)
+            return None
+        return key
 
     def idle(self) -> int:
         """How many workers have nothing to price (0 without workers)."""
@@ -80,10 +86,8 @@ class Redistributions:
         was given them."""
         from .plan_workers import SPECULATE_PAIRS
 
-        key = (*self._key(plan), _start(binding))
-        if self.workers is None or key in self.prices or key[:-1] in self.overlaps:
-            return False
-        if key in self.workers.pending or not self.idle():
+        key = self._unpriced(plan, binding)
+        if key is None or key in self.workers.pending or not self.idle():
             return False
         if self._pairs(plan) > SPECULATE_PAIRS:
             return False

@@ -120,8 +120,9 @@ def _keep_freed() -> None:
     """Have glibc's malloc serve arrays up to 32 MiB (its most) from memory freed before and
     keep what is freed, where by default each array of a few MB is mapped afresh and returned
     on free: at 8192 ranks from block layouts (8192^3) the workers then took 150 000-180 000
-    page faults and 0.22-0.30 s of system time, and 58 000 and 0.11-0.15 s so (the plan
-    0.97-0.99 s, against 1.03). Not glibc (musl, say): nothing changes."""
+    page faults and 0.22-0.30 s of system time, 51 000-58 000 and 0.10-0.17 s so (the plan
+    0.96 s, against 1.03; from cols 6.3 s against 7.4, its peak RSS 648 MiB against 611). Not
+    glibc (musl, say): nothing changes."""
     import ctypes
 
     try:
