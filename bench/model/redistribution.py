@@ -83,8 +83,8 @@ def pairs_seconds(
     priced by the links instead (LinkModel.exchange), the two parts running at once; emulated
     links (LinkModel.emulated) are held after the messages really moved here, so those are
     priced both ways and the dearer counts (the links' with the barrier after: phase_end).
-    ``pieces``: the pieces each job rank copies
-    (:func:`phase_pieces`; None: none counted). Nothing moving between ranks costs nothing."""
+    ``pieces``: the pieces each job rank copies (:func:`phase_pieces`; None: none counted).
+    Nothing moving between ranks costs nothing."""
     src, dst, count = (np.asarray(x, np.int64) for x in (src, dst, count))
     off = src != dst
     if not count[off].any():
