@@ -96,8 +96,8 @@ def pairs_seconds(
     # emulated links hold messages that really move on this machine: they count here too
     local = off if links.emulated else off & ~net
     linked = links.exchange(src[net], dst[net], count[net] * itemsize) if net.any() else None
-    if linked is not None and links.emulated and profile.at(ranks_per_node).alltoallv:
-        linked = linked + profile.at(ranks_per_node).alltoallv["start"]
+    if linked is not None and links.emulated and (a2av := profile.at(ranks_per_node).alltoallv):
+        linked = linked + a2av["start"]
     per_rank = _per_rank(src, dst, count, P, local)
     return ranks_seconds(per_rank, profile, itemsize, ranks_per_node, linked, pieces)
 

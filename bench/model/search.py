@@ -203,10 +203,11 @@ def _fill_idle(jobs, walks, heap, kernel, low, extra, idle) -> None:
     if n <= 0:
         return
     near = [j for _, _, j in sorted(heap) if extra[j] is None and jobs[j].speculate is not None]
-    for j in near[: 2 * n]:
+    near = near[: 2 * n]
+    for j in near:
         if kernel[j] is None and isinstance(r := walks[j].advance(), Prediction):
             kernel[j] = r
-    ranked = sorted((kernel[j].seconds + low[j], j) for j in near[: 2 * n] if kernel[j])
+    ranked = sorted((kernel[j].seconds + low[j], j) for j in near if kernel[j])
     for _, j in ranked:
         if n <= 0:
             return
