@@ -189,3 +189,41 @@ def test_parts_in_one_run_move_straight_from_and_into_the_blocks():
         assert np.array_equal(a, generate_block(blocks, bm.coords(me), SEED))
         assert np.array_equal(b, generate_block(cols, cm.coords(me), SEED))
         assert ways == [True, False, False, True], me
+
+
+@pytest.mark.parametrize(
+    "shape, texts",
+    [
+        (
+            (11,),
+            [
+                "((2_x, 2_y, 3))",
+                "((12))",
+                "((2_Time, 2_x, 3); R@[x + y])",
+                "((2_x, 2_Time, 3); R@[x + y])",
+            ],
+        ),
+        (
+            (4, 3, 5),
+            ["((2_x, 2), (3), (2_y, 3))", "((4), (2_y, 2), (2_x, 3))", "((4), (3), (2_y, 3))"],
+        ),
+    ],
+)
+def test_transfers_of_other_than_matrices_are_exact_and_counted(shape, texts):
+    """A vector and a 3-D tensor (padded, replicated, rotated): a transfer decides by stretches
+    of the last dimension under every combination of the leading ones' indices."""
+    from layouts import parse_layout
+    from topology import AbstractMesh
+
+    mesh = AbstractMesh.of(x=2, y=2)
+    lays = [parse_layout(t).with_shape(shape) for t in texts]
+    for s, d in itertools.product(lays, lays):
+
+        def job(comm, s=s, d=d):
+            plan = transfer(s, mesh, d, mesh, comm)
+            return plan(generate_block(s, mesh.coords(comm.rank), SEED), comm), plan
+
+        counts = exchange_counts(s, mesh, d, mesh)
+        for me, (out, plan) in enumerate(run_ranks(4, job)):
+            assert np.array_equal(out, generate_block(d, mesh.coords(me), SEED)), (s, d, me)
+            assert plan.sendcounts.tolist() == counts[me].tolist(), (s, d, me)
