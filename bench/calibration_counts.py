@@ -280,12 +280,11 @@ def _gemm_lap(comm, quick: bool) -> tuple:
     return lap, float(np.median([lap() for _ in range(3)]))
 
 
-# bytes of the matrix each rank holds in the timed moves; the largest, beyond a server's
-# caches, only where the ranks fit the cores: with the two smaller alone, a 16-core machine's fit
-# at 4 ranks had no per-byte cost and copies at 18.6 GB/s, and its redistributions of 3072^3 at
-# 4 ranks took 8.6x what they were priced at. Above the cores it doubled calibrate's time on 2
-# cores and changed no prediction there (end-to-end runs a median 15.4% off with it, 15.0%
-# without)
+# bytes of the matrix each rank holds in the timed moves, the largest beyond a server's caches:
+# with the two smaller alone, a 16-core machine's fit at 4 ranks had no per-byte cost and copies
+# at 18.6 GB/s, and its redistributions of 3072^3 at 4 ranks took 8.6x what they were priced
+# at; above the cores on a 2-core VM, end-to-end runs of 9-20 MiB per rank were priced a median
+# 39% off without the largest and 19% with it (results/vm-2c-amx/README.md, stop 57)
 A2AV_BYTES = (1 << 18, 1 << 22, 1 << 24)
 # layout changes timed: 1-D to 2-D (few messages, half kept), block-cyclic to block (many
 # pieces), rows to columns (every rank to every other)
@@ -298,7 +297,7 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
     make them (layouts.direct's writes into shared memory on one node, else layouts.transfer's
     packing, Alltoallv and unpacking; the kept part's copy) timed barrier to barrier as a run's
     phase is, for each of A2AV_MOVES on a square float32 matrix of A2AV_BYTES per rank (the
-    largest where the g ranks fit the cores) (:func:`timed_move`). "timed" holds each as
+    largest included above the cores too) (:func:`timed_move`). "timed" holds each as
     [messages, bytes, copied bytes, pieces, seconds], the loads the model prices
     (bench.model.redistribution.loads, with ``per_core`` ranks per core, at least 1: below
     the cores it was once g / cores, which multiplied the loads by cores / g and priced a
@@ -322,7 +321,7 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
     # written before each lap where the ranks fit the cores: together twice the largest cache
     evict = _evicting(comm) if g <= cores else (lambda: None)
     rows = []
-    sizes = A2AV_BYTES[:1] if quick else A2AV_BYTES if g <= cores else A2AV_BYTES[:2]
+    sizes = A2AV_BYTES[:1] if quick else A2AV_BYTES
     for nbytes in sizes:
         for names in A2AV_MOVES:
             found = timed_move(names, nbytes, g, per_core)
