@@ -170,8 +170,9 @@ def transfer(
     (a collective: the ranks agree whether any data moves between them). Who sends what is
     decided once per stretch of a block row that lives on the same ranks in both layouts
     (:class:`_Stretches`), not per element; only the positions are listed element by element.
-    Per element, one rank's part of calibrate's 16 MiB moves at 16 ranks took 0.8-2.1 s alone
-    and all 16 ranks' 9.6-18 s on 2 cores; by stretches 0.11-0.42 s and 1.2-1.4 s."""
+    Per element, one rank's part of calibrate's 16 MiB moves at 16 ranks took 1.2-2.1 s and
+    grew its peak RSS by 560-570 MiB; by stretches 0.14-0.17 s and 145-176 MiB (all 16 ranks'
+    parts on 2 cores: 9.6-18 s against 1.2-1.4)."""
     size, me = comm.Get_size(), comm.Get_rank()
     if src_mesh.size != size:
         raise MeshError(
