@@ -23,7 +23,8 @@ is explained, not only counted: per run a `phases` column, then the median and w
 With --trace-overhead it also times square runs with and without --trace.
 With --replay CSV it runs nothing: the runs of a table it wrote are priced again under
 --profile with the model as the code now has it (what a change to the model or the calibration
-would have made of runs already measured), and summed up as a sweep is.
+would have made of runs already measured), and summed up as a sweep is; runs on an emulated
+cluster (the table's ``topology`` and ``links`` columns) are priced as such.
 With --cluster RPN --emulate-links PRESET every run is on an emulated cluster of P / RPN nodes
 (``--topology cluster:P/RPN,RPN``, messages between nodes held to the preset's latency and
 bandwidth) and the table adds the share of the time that is communication (1 - compute-only /
@@ -121,8 +122,10 @@ def main() -> None:
     p.add_argument("--replay", metavar="CSV", help="price the runs of a stored table again")
     args = p.parse_args()
     if args.replay:
-        if args.cluster or not Path(args.replay).is_file():
-            p.error(f"--replay prices a table of runs on one node: {args.replay} is not one")
+        if args.cluster or args.emulate_links:
+            p.error("--replay takes each run's machine from the table, not --cluster")
+        if not Path(args.replay).is_file():
+            p.error(f"--replay: no table {args.replay}")
         try:
             report(replayed(Path(args.replay), Profile.load(args.profile)), args)
         except ProfileError as err:
@@ -167,7 +170,7 @@ def main() -> None:
                 if r:
                     runs[i].append((r, phase_errors(Path(trace), r) if trace else {}))
     rows = []
-    for i, (P, algo, name, _) in enumerate(cases):
+    for i, (P, algo, name, cluster) in enumerate(cases):
         if not runs[i]:
             continue
         # the round with the median time: a slow spell of the shared machine lands on one round
@@ -189,6 +192,8 @@ def main() -> None:
                 "comm share": 1 - r["compute_seconds"] / r["seconds"],
                 "bytes counted/model": ratio,
                 "bytes equal per rank": counted == model_bytes,
+                "topology": cluster.get("topology", "mesh"),
+                "links": cluster.get("emulate_links", ""),
                 **(
                     {"spread": max(seconds) / min(seconds), "rounds_s": seconds}
                     if args.rounds > 1
@@ -206,21 +211,39 @@ def main() -> None:
 
 def replayed(path: Path, profile) -> pd.DataFrame:
     """A stored table (``--out``) with each run priced again under ``profile``: rank 0's
-    schedule of its plan, as `distmm run --profile` prices a run from native layouts on one
-    node (runs of emulated clusters are not replayed)."""
-    table = pd.read_csv(path)
+    schedule of its plan, as `distmm run --profile` prices a run from native layouts, on one
+    node or on the emulated cluster its ``topology`` and ``links`` columns name (tables from
+    before those columns: on one node)."""
+    table = pd.read_csv(path, keep_default_na=False)
     predicted = []
     for _, r in table.iterrows():
         module, grid = get(r["algo"]), tuple(int(x) for x in r["grid"].split("x"))
         # every algorithm's first option is its grid (T10's F_op)
         plan = module.plan(SHAPES[r["shape"]], int(r["P"]), **{module.options[0].name: grid})
-        events = schedule(module, plan, 0, "float32")
-        predicted.append(predict(events, profile, "float32", int(r["P"]), P=plan.P).seconds)
+        binding, tree, links = _emulated(plan, r.get("topology", "mesh"), r.get("links", ""))
+        events = schedule(module, plan, 0, "float32", binding, tree)
+        price = predict(events, profile, "float32", int(r["P"]), links=links, P=plan.P)
+        predicted.append(price.seconds)
     table["predicted_s"] = predicted
     table["pred/meas"] = table["predicted_s"] / table["measured_s"]
     if "rounds_s" in table:
         table["rounds_s"] = table["rounds_s"].map(json.loads)
     return table.drop(columns=["phases"], errors="ignore")
+
+
+def _emulated(plan, topology: str, preset: str) -> tuple:
+    """(binding, tree, links) of a run on ``topology`` with ``preset``'s links emulated, as
+    `distmm run --topology T --emulate-links PRESET` binds and holds it (all None on a mesh)."""
+    if topology in ("mesh", ""):
+        return None, None, None
+    from dataclasses import replace
+
+    from topology.links import LinkModel
+    from topology.tree import default_binding, parse_topology
+
+    tree = parse_topology(topology)
+    links = replace(LinkModel.load(preset, tree), emulated=True) if preset else None
+    return default_binding(plan.mesh, tree), tree, links
 
 
 def report(table: pd.DataFrame, args) -> None:
