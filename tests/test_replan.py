@@ -78,3 +78,30 @@ def test_the_moves_hold_on_the_2_core_vms_end_to_end_runs():
         assert "96 runs of" in r.stdout
         line = next(ln for ln in r.stdout.splitlines() if ln.startswith("redistribution pred"))
         assert float(line.split("|ratio - 1| ")[1].split("%")[0]) < most, n
+
+
+def test_runs_on_an_emulated_cluster_are_replayed_on_it():
+    """scripts/model_accuracy.py --replay prices each run on the machine its table names: 36
+    runs on emulated 4 x 2 and 8 x 2 clusters over 1 GbE (results/vm-2c-amx/model_emu.csv,
+    communication 66% of the time) come out a median 7.7% off as they ran, where priced on
+    one node (the table's topology left out) they were 64% off."""
+    vm = ROOT / "results" / "vm-2c-amx"
+    args = ["--replay", str(vm / "model_emu.csv"), "--profile", str(vm / "profile.json")]
+    r = script("model_accuracy.py", *args)
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("runs: 36;"))
+    assert float(line.split("= ")[1]) <= 0.08
+
+
+def test_the_moves_hold_when_calibrate_times_them_beyond_the_caches():
+    """Issue 12's redistribution target on the runs of a 2-core VM with 480 MiB of cache
+    (results/vm-2c-amx): calibrations that time every layout change at 16 MiB per rank and out
+    of the caches at every count price two sets of 96 end-to-end runs 15.3-17.3% off (the
+    stored profile, which left both out above the cores, 44-48%)."""
+    vm = ROOT / "results" / "vm-2c-amx"
+    for runs in ("end_to_end_s57a.csv", "end_to_end_s57b.csv"):
+        for profile in ("profile_s57.json", "profile_s57_2.json"):
+            r = script("end_to_end.py", "--replay", str(vm / runs), "--profile", str(vm / profile))
+            assert r.returncode == 0, r.stderr
+            line = next(ln for ln in r.stdout.splitlines() if ln.startswith("redistribution pred"))
+            assert float(line.split("|ratio - 1| ")[1].split("%")[0]) < 20.0, (runs, profile)
