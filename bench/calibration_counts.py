@@ -147,7 +147,7 @@ def _cold_iters(nbytes: int, quick: bool) -> tuple[int, int]:
 
 
 def _evicting(comm):
-    """What the ranks of ``comm`` (fitting the cores) call to put their data out of the caches:
+    """What the ranks of ``comm`` call to put their data out of the caches:
     each writes its part of twice the largest cache (bench.machine.cache_bytes)."""
     from .machine import cache_bytes
 
@@ -283,8 +283,8 @@ def _gemm_lap(comm, quick: bool) -> tuple:
 # bytes of the matrix each rank holds in the timed moves, the largest beyond a server's caches:
 # with the two smaller alone, a 16-core machine's fit at 4 ranks had no per-byte cost and copies
 # at 18.6 GB/s, and its redistributions of 3072^3 at 4 ranks took 8.6x what they were priced
-# at; above the cores on a 2-core VM, end-to-end runs of 9-20 MiB per rank were priced a median
-# 39% off without the largest and 19% with it (results/vm-2c-amx/README.md, stop 57)
+# at; on a 2-core VM, end-to-end runs moving 9-20 MiB per rank at 4-16 ranks were priced 44-48%
+# off with the largest left out above the cores, 15-17% with it (results/vm-2c-amx, stop 57)
 A2AV_BYTES = (1 << 18, 1 << 22, 1 << 24)
 # layout changes timed: 1-D to 2-D (few messages, half kept), block-cyclic to block (many
 # pieces), rows to columns (every rank to every other)
@@ -304,22 +304,24 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
     16-core machine's moves at 4 ranks a fifth of what they took). A move that moves nothing
     (cols to block on a 1 x g grid) is left out: a run returns the block itself there and the
     model prices it at nothing, where its copied bytes timed at microseconds fitted copies as
-    free. Where the ranks fit the cores, they write twice the largest cache between them before
-    each lap, so that every lap starts with the blocks out of the caches, as a run's moves do
-    after the multiplication: timed warm, 8 MiB per rank at 2 ranks on 2 cores moved at 15-45
-    GB/s where the same moves in runs (and 32 MiB per rank, beyond the cache) took 7-15:
-    runs' moves at 2 ranks were priced a median 0.38 of what they took, 0.66-0.76 so (the
-    rest was block-cyclic's many pieces, which the loads did not count then). Not above the cores:
-    there it priced moves at 4 ranks on 2 cores a median 1.32x what they took (1.02-1.06x
-    without). Many ranks sharing cores make single Alltoallvs swing with the scheduler; the
-    model fits the counts above the cores together."""
+    free. The ranks write twice the largest cache between them before each lap, so that every
+    lap starts with the blocks out of the caches, as a run's moves do after the
+    multiplication: timed warm, 8 MiB per rank at 2 ranks on 2 cores moved at 15-45 GB/s where
+    the same moves in runs (and 32 MiB per rank, beyond the cache) took 7-15: runs' moves at 2
+    ranks were priced a median 0.38 of what they took, 0.66-0.76 so (the rest was
+    block-cyclic's many pieces, which the loads did not count then). Above the cores too, now
+    that the largest moves are timed there: on a 2-core VM (480 MiB of cache), two sets of 96
+    end-to-end runs at 4-16 ranks were priced 15.3-17.3% off by two calibrations so and
+    19.9-29.5% by two timed warm (when above the cores only the two smaller sizes were timed,
+    eviction there priced moves at 4 ranks 1.32x what they took). Many ranks sharing cores make
+    single Alltoallvs swing with the scheduler; the model fits the counts above the cores
+    together."""
     from layouts.direct import direct, release
     from layouts.transfer import transfer
 
     g = comm.Get_size()
     per_core = max(g / cores, 1.0)  # as the model's loads take it (redistribution.ranks_seconds)
-    # written before each lap where the ranks fit the cores: together twice the largest cache
-    evict = _evicting(comm) if g <= cores else (lambda: None)
+    evict = _evicting(comm)  # written before each lap: together twice the largest cache
     rows = []
     sizes = A2AV_BYTES[:1] if quick else A2AV_BYTES
     for nbytes in sizes:
