@@ -234,16 +234,14 @@ def replayed(path: Path, profile) -> pd.DataFrame:
 def _emulated(plan, topology: str, preset: str) -> tuple:
     """(binding, tree, links) of a run on ``topology`` with ``preset``'s links emulated, as
     `distmm run --topology T --emulate-links PRESET` binds and holds it (all None on a mesh)."""
-    if topology in ("mesh", ""):
-        return None, None, None
     from dataclasses import replace
+    from types import SimpleNamespace
 
-    from topology.links import LinkModel
-    from topology.tree import default_binding, parse_topology
+    from bench.runner import tree_setup
 
-    tree = parse_topology(topology)
-    links = replace(LinkModel.load(preset, tree), emulated=True) if preset else None
-    return default_binding(plan.mesh, tree), tree, links
+    how = SimpleNamespace(topology=topology or "mesh", bind=None)
+    tree, binding, links = tree_setup(how, plan, preset or None)
+    return binding, tree, (replace(links, emulated=True) if links else None)
 
 
 def report(table: pd.DataFrame, args) -> None:
