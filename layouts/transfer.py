@@ -207,8 +207,8 @@ def transfer(
     mine = holds(held, rbase, rres, np.full(rbase.shape, me))
     source = np.where(mine, me, rbase + splace.primary[rres]).ravel()
     row, col = np.divmod(np.argsort(source, kind="stable"), into.length.size)
-    recvcounts = np.bincount(source, np.tile(into.length, len(into.row_at)), size)
-    recvcounts = recvcounts.astype(np.int64)
+    weights = np.tile(into.length, len(into.row_at))  # each (row, stretch) pair's elements
+    recvcounts = np.bincount(source, weights, minlength=size).astype(np.int64)
     got = into.positions(row, col)
 
     moving = int(sendcounts.sum() - sendcounts[me])
