@@ -102,9 +102,9 @@ def _slots(parts, side: str, me: int, start: np.ndarray) -> tuple:
         for i, p in enumerate(parts):
             n = int(counts[i, r])
             if n:
-                index = getattr(p, side).index[first[i, r] : first[i, r] + n]
                 row = (p.src_shape if side == "send" else p.dst_shape)[-1]
-                slots.append((i, offset, IndexCopy.of(index, row)))
+                lo = int(first[i, r])
+                slots.append((i, offset, getattr(p, side).part(lo, lo + n, row)))
                 offset += n
     return tuple(slots)
 

@@ -7,7 +7,8 @@ unpacks them: three or four passes, 0.33 of the all-to-all's speed on our VM
 of MPI-3 shared memory (``MPI_Win_allocate_shared``) and each rank writes the elements it sends
 straight into its peers' blocks by the same strided copies that pack them: one pass, like the
 kept part's copy. Where in a peer's block each element lands is exchanged once, when the move
-is set up (one ``Alltoallv`` of positions), so a repetition exchanges no metadata.
+is set up (the runs of positions each receiver lists for each sender: layouts/runs.py), so a
+repetition exchanges no metadata.
 
 Only where every rank of the communicator shares one node's memory, with room for the blocks in
 its /dev/shm, and the blocks are reused (the end-to-end pipeline and calibrate: a returned block
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import runs
 from .strided import IndexCopy, copy_between, pairs_directly
 from .transfer import Transfer
 
@@ -159,18 +161,18 @@ def direct(move, comm, dtype):
     pushes = []
     for i, part in enumerate(parts):
         (scounts, sdispl), (rcounts, rdispl) = part._through_mpi(me)
-        # where each element I send lands in its receiver's block, in my send order
-        landing = np.empty(sum(scounts), np.int64)
-        sent = [part.recv.index, (rcounts, rdispl), MPI.INT64_T]
-        comm.Alltoallv(sent, [landing, (scounts, sdispl), MPI.INT64_T])
+        # where the elements each peer sends me land in my block (runs, in its send order)
+        got = part.recv.starts, part.recv.lengths
+        parts_for = zip(rdispl, rcounts, strict=True)
+        landing = comm.alltoall([runs.window(*got, d, d + n) if n else None for d, n in parts_for])
         rows = part.src_shape[-1], part.dst_shape[-1]
         after_me = sorted(range(len(scounts)), key=lambda r: (r - me) % len(scounts))
         pushes.append(
             tuple(
                 (
                     block(r, i).reshape(-1),
-                    IndexCopy.of(part.send.index[sdispl[r] : sdispl[r] + scounts[r]], rows[0]),
-                    IndexCopy.of(landing[sdispl[r] : sdispl[r] + scounts[r]], rows[1]),
+                    part.send.part(sdispl[r], sdispl[r] + scounts[r], rows[0]),
+                    IndexCopy.of_runs(*landing[r], rows[1]),
                 )
                 for r in after_me
                 if scounts[r]

@@ -11,11 +11,13 @@ one strided view; an index with no such structure keeps fancy indexing.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from . import runs
 from .joint import joint_stacks
 
 # Pieces are worth their per-piece overhead (a view and a copy call, some microseconds) only when
@@ -38,25 +40,45 @@ class Piece:
 
 @dataclass(frozen=True, eq=False)
 class IndexCopy:
-    """``index`` (flat positions in the indexed array, in packed order) and, where it has the
-    structure, the strided pieces that cover it in order (None: use fancy indexing)."""
+    """Flat positions in the indexed array, in packed order, as runs (layouts/runs.py:
+    ``starts``, ``lengths``, maximal) and, where they have the structure, the strided pieces
+    that cover them in order (None: use fancy indexing on :attr:`index`)."""
 
-    index: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
     pieces: tuple[Piece, ...] | None
     bound: int  # the indexed array's least size (a view past its end would not be caught)
+    size: int
 
     @classmethod
     def of(cls, index: np.ndarray, row: int | None = None) -> IndexCopy:
         """``row``: the indexed block's last dimension, if a block's, so that a run going on
         from one row's end into the next row's start is cut there (see :func:`_pieces`)."""
         index = np.asarray(index, np.int64).ravel()
-        if index.size and index.min() < 0:
-            raise IndexError("negative flat index")
-        return cls(index, _pieces(index, row), int(index.max()) + 1 if index.size else 0)
+        out = cls.of_runs(*runs.of_index(index), row)
+        out.__dict__["index"] = index  # given: not spelled out again
+        return out
 
-    @property
-    def size(self) -> int:
-        return self.index.size
+    @classmethod
+    def of_runs(cls, starts, lengths, row: int | None = None) -> IndexCopy:
+        """The positions ``starts[i]`` .. + ``lengths[i]`` for each i in turn (``row``: as in
+        :meth:`of`)."""
+        starts, lengths = runs.merged(np.asarray(starts, np.int64), np.asarray(lengths, np.int64))
+        if starts.size and starts.min() < 0:
+            raise IndexError("negative flat index")
+        size = int(lengths.sum())
+        bound = int((starts + lengths).max()) if size else 0
+        return cls(starts, lengths, _pieces(starts, lengths, size, row), bound, size)
+
+    @functools.cached_property
+    def index(self) -> np.ndarray:
+        """Every position, in packed order (spelled out where first needed)."""
+        return runs.spelled(self.starts, self.lengths)
+
+    def part(self, lo: int, hi: int, row: int | None = None) -> IndexCopy:
+        """Packed positions ``lo`` .. ``hi`` as an IndexCopy of their own (``row``: as in
+        :meth:`of`)."""
+        return IndexCopy.of_runs(*runs.window(self.starts, self.lengths, lo, hi), row)
 
     def take(self, flat: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out[:] = flat[index]`` (both 1-D)."""
@@ -255,25 +277,23 @@ def _split(shape: tuple[int, ...], strides, fine: tuple[int, ...]) -> list[int]:
     return [*[0] * (len(fine) - len(out)), *out[::-1]]
 
 
-def _pieces(index: np.ndarray, row: int | None = None) -> tuple[Piece, ...] | None:
-    """The pieces covering ``index`` in order, or None where they would be too short. With
-    ``row``, a run that crosses into a block's next row without being whole rows is cut at
-    the row's start: block-cyclic sub-blocks at a row's end and the next row's start otherwise
-    join into a run of another length every row, which no stride stacks (block-cyclic:64 into
-    blocks of 1024 at P = 9 unpacked 1294 pieces per rank, 7x the time of the 15 at P = 16)."""
-    n = index.size
+def _pieces(starts, lengths, n: int, row: int | None = None) -> tuple[Piece, ...] | None:
+    """The pieces covering the maximal runs (``starts``, ``lengths``: ``n`` positions) in order,
+    or None where they would be too short. With ``row``, a run that crosses into a block's next
+    row without being whole rows is cut at the row's start: block-cyclic sub-blocks at a row's
+    end and the next row's start otherwise join into a run of another length every row, which
+    no stride stacks (block-cyclic:64 into blocks of 1024 at P = 9 unpacked 1294 pieces per
+    rank, 7x the time of the 15 at P = 16)."""
     if n == 0:
         return ()
     if n < MIN_PIECE:
         return None
-    breaks = np.flatnonzero(np.diff(index) != 1) + 1
     if row is not None and row > 1:
-        breaks = _row_breaks(index, breaks, row)
-    if n < MIN_RUN * (breaks.size + 1):
+        starts, lengths = runs.cut_at_rows(starts, lengths, row)
+    if n < MIN_RUN * starts.size:
         return None
-    first = np.concatenate(([0], breaks))
     # runs stacked (level 2), then those pieces stacked once more (level 3)
-    pieces = _stack_runs(index[first], np.diff(np.append(first, n)))
+    pieces = _stack_runs(starts, lengths)
     if pieces is None:
         return None
     pieces = _stack(pieces)
@@ -284,20 +304,6 @@ def _pieces(index: np.ndarray, row: int | None = None) -> tuple[Piece, ...] | No
     if len(out) * MIN_PIECE > n:
         return None
     return tuple(out)
-
-
-def _row_breaks(index: np.ndarray, breaks: np.ndarray, row: int) -> np.ndarray:
-    """``breaks`` (where runs of ``index`` start, 0 left out) and the row starts inside runs
-    that are not whole rows."""
-    inside = np.flatnonzero(index[1:] % row == 0) + 1  # a row starts, maybe mid-run
-    if inside.size == 0:
-        return breaks
-    first = np.concatenate(([0], breaks))
-    end = np.append(breaks, index.size)
-    run = np.searchsorted(first, inside, side="right") - 1
-    whole = (index[first] % row == 0) & ((end - first) % row == 0)
-    cut = inside[~whole[run] & (inside != first[run])]
-    return np.union1d(breaks, cut)
 
 
 def _stack_runs(starts: np.ndarray, lengths: np.ndarray) -> list | None:

@@ -22,6 +22,7 @@ import numpy as np
 
 from topology.mesh import AbstractMesh, MeshError
 
+from . import runs
 from .counting import comm_order, held_table, holds, placements
 from .redistribute import _check_block, _logical, _mpi_type
 from .strided import IndexCopy, copy_between, pairs_directly
@@ -107,12 +108,11 @@ class Transfer:
         or in how local memory is laid out), so the move returns it as it is, no copy."""
         memo = self.__dict__
         if "_as_is" not in memo:
-            whole = np.arange(math.prod(self.dst_shape))
+            n = math.prod(self.dst_shape)
             memo["_as_is"] = (
                 self.local_only
                 and self.src_shape == self.dst_shape
-                and np.array_equal(self.keep_from.index, whole)
-                and np.array_equal(self.keep_to.index, whole)
+                and all(_whole(c, n) for c in (self.keep_from, self.keep_to))
             )
         return memo["_as_is"] and block.shape == self.src_shape
 
@@ -141,12 +141,11 @@ class Transfer:
         into it) if every part is one run in order, else None; worked out once."""
         memo = self.__dict__.setdefault("_in_place_at", {})
         if (side, me) not in memo:
-            index = getattr(self, side).index
+            runs_of = getattr(self, side)
             counts, first = self._through_mpi(me)[side == "recv"]
-            steps = np.diff(index) == 1
-            steps[[f - 1 for f, n in zip(first, counts, strict=True) if n and f]] = True  # seams
-            at = [int(index[f]) if n else 0 for f, n in zip(first, counts, strict=True)]
-            memo[(side, me)] = at if steps.all() else None
+            at = runs.at(runs_of.starts, runs_of.lengths, first, counts).tolist()
+            one = runs.one_run_each(runs_of.lengths, first, counts)
+            memo[(side, me)] = at if one else None
         return memo[(side, me)]
 
     def _buffer(self, block: np.ndarray, which: int) -> np.ndarray:
@@ -169,10 +168,11 @@ def transfer(
     """This rank's :class:`Transfer` from ``src`` on ``src_mesh`` to ``dst`` on ``dst_mesh``
     (a collective: the ranks agree whether any data moves between them). Who sends what is
     decided once per stretch of a block row that lives on the same ranks in both layouts
-    (:class:`_Stretches`), not per element; only the positions are listed element by element.
-    Per element, one rank's part of calibrate's 16 MiB moves at 16 ranks took 1.2-2.1 s and
-    grew its peak RSS by 560-570 MiB; by stretches 0.14-0.17 s and 145-176 MiB (all 16 ranks'
-    parts on 2 cores: 9.6-18 s against 1.2-1.4)."""
+    (:class:`_Stretches`), not per element, and the positions are kept as runs, a stretch each
+    (layouts/runs.py), not listed element by element. Per element, one rank's part of
+    calibrate's 16 MiB moves at 16 ranks took 1.2-2.1 s and grew its peak RSS by 560-570 MiB;
+    by stretches 0.14-0.17 s and 145-176 MiB (all 16 ranks' parts on 2 cores: 9.6-18 s against
+    1.2-1.4), MEASURE."""
     size, me = comm.Get_size(), comm.Get_rank()
     if src_mesh.size != size:
         raise MeshError(
@@ -196,7 +196,8 @@ def transfer(
     dest = dest[send]
     order = np.argsort(dest, kind="stable")
     sendcounts = np.bincount(dest, out.length[col], minlength=size).astype(np.int64)
-    sent = out.positions(row[order], col[order])
+    sent = out.as_runs(row[order], col[order])
+    to_me = dest[order] == me
 
     # receive: the elements my destination block needs, by source, in row-major order
     dcoords = dst_mesh.coords(int(from_comm[me]))
@@ -206,23 +207,23 @@ def transfer(
     ((rbase, rres),) = into.located()
     mine = holds(held, rbase, rres, np.full(rbase.shape, me))
     source = np.where(mine, me, rbase + splace.primary[rres]).ravel()
-    row, col = np.divmod(np.argsort(source, kind="stable"), into.length.size)
+    order = np.argsort(source, kind="stable")
+    row, col = np.divmod(order, into.length.size)
     weights = np.tile(into.length, len(into.row_at))  # each (row, stretch) pair's elements
     recvcounts = np.bincount(source, weights, minlength=size).astype(np.int64)
-    got = into.positions(row, col)
+    got = into.as_runs(row, col)
+    from_me = source[order] == me
 
     moving = int(sendcounts.sum() - sendcounts[me])
     # the same elements in the same order, once in send order and once in receive order
-    sending, kept_from = _split(sent, sendcounts, me)
-    receiving, kept_to = _split(got, recvcounts, me)
     src_row, dst_row = src.block_shape[-1], dst.block_shape[-1]
     return Transfer(
-        send=IndexCopy.of(sending, src_row),
+        send=IndexCopy.of_runs(*(r[~to_me] for r in sent), src_row),
         sendcounts=sendcounts,
-        recv=IndexCopy.of(receiving, dst_row),
+        recv=IndexCopy.of_runs(*(r[~from_me] for r in got), dst_row),
         recvcounts=recvcounts,
-        keep_from=IndexCopy.of(kept_from, src_row),
-        keep_to=IndexCopy.of(kept_to, dst_row),
+        keep_from=IndexCopy.of_runs(*(r[to_me] for r in sent), src_row),
+        keep_to=IndexCopy.of_runs(*(r[from_me] for r in got), dst_row),
         src_shape=tuple(src.block_shape),
         dst_shape=tuple(dst.block_shape),
         local_only=comm.allreduce(moving) == 0,
@@ -283,19 +284,10 @@ class _Stretches:
             for (rb, rr, cb, cr), n in zip(self.parts, self.n_time, strict=True)
         ]
 
-    def positions(self, row: np.ndarray, col: np.ndarray) -> np.ndarray:
-        """The block positions of the stretches ``col`` of the rows ``row``, in that order."""
-        length = self.length[col]
-        first = self.row_at[row] + self.start[col]
-        if length.size == 0 or (length == length[0]).all():  # one length: rows of a table
-            n = int(length[0]) if length.size else 0
-            return np.add.outer(first, np.arange(n, dtype=np.int64)).ravel()
-        # each stretch's offset from the element before it: a run of ones after its first
-        step = np.ones(int(length.sum()), np.int64)
-        ends = np.cumsum(length)[:-1]
-        step[0] = first[0]
-        step[ends] = first[1:] - (first[:-1] + length[:-1] - 1)
-        return np.cumsum(step, out=step)
+    def as_runs(self, row: np.ndarray, col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, lengths) in the block of the stretches ``col`` of the rows ``row``, in
+        that order (layouts/runs.py)."""
+        return self.row_at[row] + self.start[col], self.length[col]
 
 
 def _product(columns: list[np.ndarray]) -> np.ndarray:
@@ -323,20 +315,17 @@ def redistribute_between(
 
 
 # -- checks ----------------------------------------------------------------------------------
+def _whole(index: IndexCopy, n: int) -> bool:
+    """Whether ``index`` lists positions 0 .. n - 1 in order."""
+    return index.size == n and (n == 0 or (index.starts.size == 1 and index.starts[0] == 0))
+
+
 def _counts(counts: np.ndarray, me: int) -> tuple[list[int], list[int]]:
     """(counts, displacements) as Alltoallv takes them, none to or from rank ``me`` itself
     (its elements are copied, not sent: Transfer.keep_from)."""
     counts = counts.copy()
     counts[me] = 0
     return counts.tolist(), np.concatenate(([0], np.cumsum(counts)[:-1])).tolist()
-
-
-def _split(index: np.ndarray, counts: np.ndarray, me: int) -> tuple[np.ndarray, np.ndarray]:
-    """(the positions for the other ranks, those for rank ``me``) of ``index``, laid out by
-    rank with ``counts[r]`` positions for rank r."""
-    start = int(counts[:me].sum())
-    end = start + int(counts[me])
-    return np.concatenate([index[:start], index[end:]]), index[start:end]
 
 
 __all__ = ["Transfer", "redistribute_between", "transfer"]

@@ -3,6 +3,8 @@ what fancy indexing moves, and finds the pieces the layouts' indices are made of
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -10,6 +12,11 @@ from hypothesis import strategies as st
 
 from layouts import strided
 from layouts.strided import IndexCopy
+
+
+def given_pieces(index: np.ndarray, pieces=None) -> IndexCopy:
+    """An IndexCopy of ``index`` with ``pieces`` in place of those it finds (None: none)."""
+    return dataclasses.replace(IndexCopy.of(index), pieces=pieces)
 
 
 def every_piece():
@@ -64,7 +71,7 @@ def test_take_and_put_by_joint_stacks_are_fancy_indexing(case):
     up to layouts.joint.MAX_PERIOD interleaved classes), however short here, exactly as fancy
     indexing."""
     index, n = case
-    copy = IndexCopy(index, None, int(index.max()) + 1)
+    copy = given_pieces(index)
     flat = np.random.default_rng(n).random(n)
     values = np.random.default_rng(1).random(index.size)
     got, want = np.zeros(n), np.zeros(n)
@@ -147,7 +154,7 @@ def test_copy_between_by_joint_stacks_equals_fancy_indexing(src, dst):
     (s, ns), (d, nd) = src, dst
     n = min(s.size, d.size)
     s, d = s[:n], d[:n]
-    copy_from, copy_to = IndexCopy(s, None, int(s.max()) + 1), IndexCopy(d, None, int(d.max()) + 1)
+    copy_from, copy_to = given_pieces(s), given_pieces(d)
     a = np.arange(ns, dtype=np.float32) + 1
     want, got = np.zeros(nd, np.float32), np.zeros(nd, np.float32)
     want[d] = a[s]
@@ -184,7 +191,7 @@ def test_runs_are_copied_as_void_elements_only_where_contiguous():
     [(shape, dtype, *_)] = sub._in_bytes(4)
     assert shape == (4,) and dtype == np.dtype("V16")
     index = np.arange(64).reshape(8, 8)[:4, 1::2]  # every other column of 4 rows
-    columns = IndexCopy(index.ravel(), (strided.Piece(1, (4, 4), (8, 2), 0),), 64)
+    columns = given_pieces(index.ravel(), (strided.Piece(1, (4, 4), (8, 2), 0),))
     [(shape, dtype, *_)] = columns._in_bytes(4)
     assert shape == (4, 4) and dtype is None
     flat = np.arange(64, dtype=np.float32)
@@ -232,7 +239,7 @@ def test_a_row_of_several_runs_is_one_stack_per_run(lengths):
     )
     row = np.concatenate([g + np.arange(n) for g, n in zip(gaps, lengths, strict=True)])
     b = (rows * (row[-1] + 7) + row).ravel()
-    copy_to = IndexCopy(b, None, int(b.max()) + 1)
+    copy_to = given_pieces(b)
     assert len(copy_to._in_bytes(4)) == len(lengths)
     values = np.arange(b.size, dtype=np.float32)
     got, want = np.zeros(b.max() + 1, np.float32), np.zeros(b.max() + 1, np.float32)
