@@ -333,7 +333,7 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
             move = direct(move, comm, np.float32)
             block = np.ones(found.src.block_shape, np.float32)
             laps = []
-            for _ in range(3 if quick or nbytes > 1 << 22 else 8):
+            for _ in range(3 if quick else 8):
                 evict()  # out of the caches, as a run's multiplication leaves them
                 comm.Barrier()
                 t0 = now()
