@@ -4,9 +4,9 @@ A move lists the positions of a block it sends, receives or keeps in an order (b
 row-major order); those positions come in runs, a stretch of a block row each
 (layouts/transfer.py). Kept as (starts, lengths), a few per block row, instead of one integer
 per element, they cost a pass over the runs where the integers cost several over the elements
-(at 16 ranks of 16 MiB each: 4 million positions, a few thousand to 65 536 runs), and an index
-spelled out element by element is needed only where a copy has no strided structure to follow
-(layouts.strided.IndexCopy.index).
+(calibrate's moves at 16 ranks of 16 MiB each: 4 million positions a rank, 1 to 61 440 runs),
+and an index spelled out element by element is needed only where a copy has no strided
+structure to follow (layouts.strided.IndexCopy.index).
 """
 
 from __future__ import annotations
