@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import runs
 from .strided import IndexCopy, copy_between, pairs_directly
 from .transfer import Transfer
 
@@ -162,9 +161,8 @@ def direct(move, comm, dtype):
     for i, part in enumerate(parts):
         (scounts, sdispl), (rcounts, rdispl) = part._through_mpi(me)
         # where the elements each peer sends me land in my block (runs, in its send order)
-        got = part.recv.starts, part.recv.lengths
         parts_for = zip(rdispl, rcounts, strict=True)
-        landing = comm.alltoall([runs.window(*got, d, d + n) if n else None for d, n in parts_for])
+        landing = comm.alltoall([part.recv.runs_in(d, d + n) if n else None for d, n in parts_for])
         rows = part.src_shape[-1], part.dst_shape[-1]
         after_me = sorted(range(len(scounts)), key=lambda r: (r - me) % len(scounts))
         pushes.append(

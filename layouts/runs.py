@@ -53,12 +53,14 @@ def cut_at_rows(starts: np.ndarray, lengths: np.ndarray, row: int) -> tuple[np.n
 
 
 def window(
-    starts: np.ndarray, lengths: np.ndarray, lo: int, hi: int
+    starts: np.ndarray, lengths: np.ndarray, lo: int, hi: int, ends: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The runs of positions ``lo`` .. ``hi`` of the list (its elements in order)."""
-    ends = np.cumsum(lengths)
+    """The runs of positions ``lo`` .. ``hi`` of the list (its elements in order); ``ends``:
+    ``np.cumsum(lengths)``, given where many windows of one list are taken."""
+    ends = np.cumsum(lengths) if ends is None else ends
     a = int(np.searchsorted(ends, lo, side="right"))
-    b = int(np.searchsorted(ends - lengths, hi, side="left"))
+    b = int(np.searchsorted(ends, hi, side="left")) + 1  # the run holding hi - 1, and on
+    b = min(b, ends.size) if hi > lo else a
     s, n = starts[a:b].copy(), lengths[a:b].copy()
     if s.size:
         cut = lo - (ends[a] - lengths[a])

@@ -75,10 +75,19 @@ class IndexCopy:
         """Every position, in packed order (spelled out where first needed)."""
         return runs.spelled(self.starts, self.lengths)
 
+    @functools.cached_property
+    def _ends(self) -> np.ndarray:
+        return np.cumsum(self.lengths)  # where each run ends in packed order
+
+    def runs_in(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """The runs (starts, lengths) of packed positions ``lo`` .. ``hi`` (a peer's part of a
+        move's list: its offsets are summed once for all the parts)."""
+        return runs.window(self.starts, self.lengths, lo, hi, self._ends)
+
     def part(self, lo: int, hi: int, row: int | None = None) -> IndexCopy:
         """Packed positions ``lo`` .. ``hi`` as an IndexCopy of their own (``row``: as in
         :meth:`of`)."""
-        return IndexCopy.of_runs(*runs.window(self.starts, self.lengths, lo, hi), row)
+        return IndexCopy.of_runs(*self.runs_in(lo, hi), row)
 
     def take(self, flat: np.ndarray, out: np.ndarray) -> np.ndarray:
         """``out[:] = flat[index]`` (both 1-D)."""
