@@ -25,6 +25,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
+from .machine import keep_freed
 from .metadata import cores
 
 FROM_RANKS = 1024  # below this many ranks moves price in milliseconds: no workers
@@ -105,32 +106,11 @@ class Workers:
 
 def _warm() -> None:
     """Import what pricing needs while the parent walks, below its priority (where cores are
-    few the walk keeps one), with freed memory kept for the next arrays (:func:`_keep_freed`)."""
+    few the walk keeps one), with freed memory kept for the next arrays (machine.keep_freed)."""
     os.nice(10)
-    _keep_freed()
+    keep_freed()
     _PRICER.workers = None  # a worker prices in itself
     import scipy.sparse.csgraph  # noqa: F401
-
-
-# glibc's mallopt parameters (malloc.h)
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-
-
-def _keep_freed() -> None:
-    """Have glibc's malloc serve arrays up to 32 MiB (its most) from memory freed before and
-    keep what is freed, where by default each array of a few MB is mapped afresh and returned
-    on free: at 8192 ranks from block layouts (8192^3) the workers then took 150 000-180 000
-    page faults and 0.22-0.30 s of system time, 51 000-58 000 and 0.10-0.17 s so (the plan
-    0.96 s, against 1.03; from cols 6.3 s against 7.4, its peak RSS 648 MiB against 611). Not
-    glibc (musl, say): nothing changes."""
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None)
-        libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
-        libc.mallopt(_M_TRIM_THRESHOLD, 256 << 20)
-    except (AttributeError, OSError):
-        pass
 
 
 def _priced(plan, binding) -> tuple[str, float, object]:

@@ -10,11 +10,13 @@ import resource
 import statistics
 import time
 from dataclasses import dataclass
+from functools import partial
 
 from algorithms import get
 
 from .errors import UsageError
 from .files import save_npy_atomic, write_json_atomic
+from .machine import page_faults
 from .model import level_bytes
 from .options import algorithm_options
 from .stats import MIN_SAMPLES, ci_coverage, enough, median_ci
@@ -175,19 +177,19 @@ def run_plan(
     if hit:
         hit("setup")
     comm = Comm(mesh, tracer=tracer, links=links, fault=hit)
+    faults: list[int] = []  # this rank's page faults in each timed repetition
     if end_to_end:
         io = Comm(mesh, tracer=tracer, links=links)
         pipeline = Pipeline(module, plan, mesh, world, e2e, io, comm, blocks)
-        times, c = _timed(pipeline, [comm, io], world, warmup, reps, tracer, delay)
+        times, c = _timed(pipeline, [comm, io], world, warmup, reps, tracer, delay, faults)
         state = pipeline.state
         laps = {p: pipeline.laps[p][-len(times) :] for p in PHASES}
         laps["redistribute_out"] = _slowest(laps["redistribute_out"], world)
         redistributed = pipeline.sent
     else:
         state = module.prepare(plan, blocks["A"], blocks["B"], mesh.coords)
-        times, c = _timed(
-            lambda: module.multiply(plan, comm, state), [comm], world, warmup, reps, tracer, delay
-        )
+        multiply = partial(module.multiply, plan, comm, state)
+        times, c = _timed(multiply, [comm], world, warmup, reps, tracer, delay, faults)
         laps = {"redistribute_in": [0.0] * len(times), "multiply": times}
         laps["redistribute_out"] = laps["redistribute_in"]
         redistributed = {"redistribute_in": 0, "redistribute_out": 0}
@@ -202,6 +204,7 @@ def run_plan(
     if end_to_end:
         c = pipeline.close(c)
     sent = world.allgather(comm.bytes_sent)
+    faults = [max(r) for r in zip(*world.allgather(faults), strict=True)]
     phase_sent = world.allgather(redistributed)
     per_level = world.allgather(level_bytes(comm.events))
     messages = world.allreduce(comm.messages)
@@ -272,6 +275,8 @@ def run_plan(
         "bytes_sent_per_rank": [int(s) for s in sent],
         "messages": int(messages),
         "peak_memory_bytes": int(peak),
+        # per timed repetition, the most page faults a rank took: 0 once its buffers are warm
+        "page_faults": faults,
         "layouts": plan.describe(),
         **({"level_bytes": _sum_levels(per_level, mesh.tree)} if mesh.binding is not None else {}),
     }
@@ -306,9 +311,10 @@ def _slowest(laps: list[float], world) -> list[float]:
     return [max(r[i] for r in every) for i in range(len(laps))]
 
 
-def _timed(fn, comms, world, warmup: int, reps: Repetitions, tracer=None, delay: float = 1.0):
+def _timed(fn, comms, world, warmup: int, reps: Repetitions, tracer=None, delay=1.0, faults=None):
     """Run ``fn`` warmup times, then timed until ``reps`` says stop, with a barrier before and
-    after each timed one. Returns (this rank's times, the last output).
+    after each timed one. Returns (this rank's times, the last output); ``faults`` gets the
+    page faults (minor) this rank took in each timed repetition.
 
     Every rank stops together: rank 0 decides from its times and broadcasts the decision after
     each repetition, outside the timed region. ``delay`` > 1 (DISTMM_FAULT mode=delay) sleeps
@@ -323,6 +329,7 @@ def _timed(fn, comms, world, warmup: int, reps: Repetitions, tracer=None, delay:
     for _ in range(warmup):
         for comm in comms:
             comm.reset()
+        out = None  # the last repetition's C is freed for this one, as an application's would be
         world.Barrier()
         out = fn()
     for comm in comms:
@@ -334,7 +341,9 @@ def _timed(fn, comms, world, warmup: int, reps: Repetitions, tracer=None, delay:
         rep = len(times)
         for comm in comms:
             comm.reset()
+        out = None
         world.Barrier()
+        faulted = page_faults()
         t0 = MPI.Wtime()
         if tracer is not None:
             if rep == 0:
@@ -351,6 +360,8 @@ def _timed(fn, comms, world, warmup: int, reps: Repetitions, tracer=None, delay:
         else:
             world.Barrier()
         times.append(MPI.Wtime() - t0)
+        if faults is not None:
+            faults.append(page_faults() - faulted)
         if reps.count is not None:
             done = reps.done(times)  # the same count on every rank: no broadcast needed
         else:
