@@ -118,3 +118,20 @@ def test_the_moves_hold_on_an_amd_vm_too():
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("redistribution pred"))
     assert float(line.split("|ratio - 1| ")[1].split("%")[0]) < 20.0
+
+
+def test_the_model_holds_on_an_amd_vm_with_warm_repetitions():
+    """Issue 13's targets on the AMD 2-core VM (results/vm-2c, stop 59): with repetitions that
+    reuse their memory (bench.machine.keep_freed) and a calibration made so, 99 runs at P =
+    2-16 a median 7.0% off, only summa 3x4 at 12 ranks over 30%; 36 runs on an emulated
+    cluster of 4 x 2 and 8 x 2 ranks on 1 GbE (communication 56% of the time) 6.2% off."""
+    vm = ROOT / "results" / "vm-2c"
+    for table, profile, most, over in (
+        ("model_accuracy_s59c.csv", "profile_s59b.json", 0.07, 2),
+        ("model_emu_s59.csv", "profile_s59.json", 0.065, 1),
+    ):
+        r = script("model_accuracy.py", "--replay", str(vm / table), "--profile", str(vm / profile))
+        assert r.returncode == 0, r.stderr
+        line = next(ln for ln in r.stdout.splitlines() if ln.startswith("runs: "))
+        assert float(line.split("= ")[1]) <= most
+        assert f"over 30%: {over} runs" in r.stdout
