@@ -204,7 +204,7 @@ def run_plan(
     if end_to_end:
         c = pipeline.close(c)
     sent = world.allgather(comm.bytes_sent)
-    faults = [max(r) for r in zip(*world.allgather(faults), strict=True)]
+    faults = _slowest(faults, world)  # per repetition, the most any rank took
     phase_sent = world.allgather(redistributed)
     per_level = world.allgather(level_bytes(comm.events))
     messages = world.allreduce(comm.messages)
