@@ -38,6 +38,7 @@ from .calibration import (
     collective_factors,
     collectives,
     copy_bandwidth,
+    cpu_facts,
     fit,
     pingpong,
     sleep_until_all,
@@ -221,6 +222,7 @@ def main(args) -> int:
         "machine": {
             "host": platform.node(),
             "processor": platform.processor() or platform.machine(),
+            **cpu_facts(),
             "cores": facts["cores"],
             "ranks": P,
             "mpi_library": facts["mpi_library"],

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .calibration import speed_probe, steadiness_text
+from .calibration import cpu_facts, speed_probe, steadiness_text
 from .calibration_gemm import gemm_tables
 from .errors import UsageError
 from .files import write_json_atomic
@@ -66,6 +66,7 @@ def refreshed(data: dict, tables: dict) -> tuple[dict, float]:
     ]
     machine = {
         **data["machine"],
+        **cpu_facts(),  # the GEMMs, what differs most between CPUs, are this one's now
         "gemm_refreshed": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
     out = {**data, "machine": machine, **tables, "counts": counts}

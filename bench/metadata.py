@@ -77,7 +77,9 @@ def memory_bytes() -> int | None:
 
 
 def blas() -> dict:
-    """The BLAS NumPy calls: {internal_api, version, num_threads} from threadpoolctl ({} if none).
+    """The BLAS NumPy calls: {internal_api, version, num_threads, architecture} from
+    threadpoolctl ({} if none); ``architecture`` names the kernels it chose for this CPU
+    (OpenBLAS: Haswell for AVX2, SkylakeX for AVX-512; "" where the BLAS does not say).
 
     SciPy may load a BLAS of its own; the one inside NumPy's wheel (or the first found) is used.
     """
@@ -92,6 +94,7 @@ def blas() -> dict:
         "internal_api": clean(lib.get("internal_api", "")),
         "version": clean(lib.get("version") or ""),
         "num_threads": lib.get("num_threads"),
+        "architecture": clean(lib.get("architecture") or ""),
     }
 
 

@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from .calibration import other_machine_note
 from .endtoend import PHASES, end_to_end, job_comm, placed_binding
 from .errors import UsageError
 from .faults import fault_from_env
@@ -204,6 +205,9 @@ def main(args) -> int:
         save_trace(tracer, result, world)
     if world.Get_rank() == 0:
         print(json.dumps(result) if args.json else format_result(result), flush=True)
+        note = other_machine_note(profile.meta) if profile is not None else None
+        if note:
+            print(note, file=sys.stderr, flush=True)
     if not result["verified"]:
         if world.Get_rank() == 0:
             print(

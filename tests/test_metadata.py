@@ -30,7 +30,7 @@ def test_collect_without_mpi_has_every_key():
     assert meta["ranks_per_node"] == 1 and len(meta["hosts"]) == 1
     assert meta["cpu_model"] and meta["python"].count(".") == 2
     assert meta["memory_bytes"] is None or meta["memory_bytes"] > 2**20
-    assert set(meta["blas"]) in ({"internal_api", "version", "num_threads"}, set())
+    assert set(meta["blas"]) in ({"internal_api", "version", "num_threads", "architecture"}, set())
     assert meta["git_dirty"] in (True, False, "")
     if "mpi4py.MPI" not in sys.modules:
         assert meta["mpi_library"] == ""  # collect never starts MPI

@@ -51,6 +51,27 @@ def test_a_profile_timed_on_an_unsteady_machine_says_so(profile_file):
             assert ("in speed while it was calibrated" in r.stdout) == noted, cmd
 
 
+def test_a_run_names_a_profile_made_on_another_cpu(profile_file):
+    """calibrate records the CPU and its BLAS kernels; `distmm run --profile` says where they
+    are not this machine's (its predictions are for that one), and nothing where they are or
+    where an older profile does not say."""
+    from bench.calibration import cpu_facts, other_machine_note
+
+    here = cpu_facts()
+    assert here["cpu_model"] and "num_threads" not in here["blas"]
+    assert other_machine_note(here) is None and other_machine_note({}) is None
+    avx512 = {**here, "blas": {**here["blas"], "architecture": "SkylakeX-elsewhere"}}
+    assert "SkylakeX-elsewhere kernels" in other_machine_note(avx512)
+    data = json.loads(profile_file.read_text())
+    args = ("run", "summa", "--shape", "32,32,32", "--repeat", "1", "--profile", str(profile_file))
+    for machine, noted in (here, False), (avx512, True):
+        data["machine"].update(machine)
+        profile_file.write_text(json.dumps(data))
+        r = distmm_mpi(2, *args)
+        assert r.returncode == 0, r.stderr
+        assert ("the profile was made on" in r.stderr) == noted
+
+
 def test_counts_timed_in_a_slow_spell_are_measured_again():
     """A rank count whose speed probes (before and after it) were 1.25x the fastest or more is
     measured again, unless more than a third were: then the machine swings all the time."""
