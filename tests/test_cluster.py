@@ -370,6 +370,54 @@ def test_emulated_links_with_more_ranks_than_cores_hide_only_the_hold(tmp_path):
     assert emulated.phases["shift"] == pytest.approx(here)
 
 
+def test_emulated_messages_posted_together_move_at_once_and_queue_only_their_holds(tmp_path):
+    """Two messages posted one after the other before a GEMM (Cannon's shifts of A and B) on
+    emulated links: each really moves here when posted, and only the link's holds queue one
+    after the other (algorithms/levels.py, LinkClock), so the rank pays the second move before
+    its GEMM, not after the first hold (Cannon 4x4 on 8 x 2 ranks on 1 GbE was priced 1.36x
+    its time so)."""
+    import json
+    from dataclasses import replace
+
+    from algorithms.events import Event
+    from bench.model import Profile, predict
+
+    prof = Profile.load(_profile(tmp_path, 110e-6, "slow.json"))
+    at = prof.at(4)  # 4 ranks, 2 cores
+    big, small = 1 << 20, 1 << 16
+    here = [at.collective("shift", n, 2) * at.comm_scale for n in (big, small)]
+    gemm = at.gemm_seconds(1024, 1024, 1024, "float32") * prof.slowdown(4)
+    hold = 4 * here[0]  # the first message's link time: dearer than both moves here
+    f = tmp_path / "net.json"
+    f.write_text(json.dumps({"node": {"alpha": 1e-12, "bandwidth": big / hold}}))
+    links = LinkModel.load(str(f), parse_topology("cluster:2,2"))
+    held = [
+        max(links.collective("shift", n, 2, "node"), h)
+        for n, h in zip((big, small), here, strict=True)
+    ]
+    assert gemm > held[0] + held[1]  # the holds hide behind the GEMM
+
+    def shift(n: int) -> Event:
+        return Event(
+            "shift", group=2, nbytes=n, sent=n, messages=1, overlapped=True, phase_level="node"
+        )
+
+    events = [
+        shift(big),
+        shift(small),
+        Event("gemm", flops=2 * 1024**3, shape=(1024, 1024, 1024)),
+        Event("wait", waits=(0, 1)),
+    ]
+    emulated = predict(events, prof, "float32", 4, links=replace(links, emulated=True))
+    assert emulated.phases["shift"] == pytest.approx(here[0] + here[1])
+    assert emulated.seconds == pytest.approx(here[0] + here[1] + gemm)
+    slow = [*events[:2], Event("gemm", flops=2e3, shape=(10, 10, 10)), events[3]]
+    tiny = at.gemm_seconds(10, 10, 10, "float32") * prof.slowdown(4)
+    waited = predict(slow, prof, "float32", 4, links=replace(links, emulated=True))
+    assert waited.seconds == pytest.approx(held[0] + held[1])  # the holds, one after the other
+    assert waited.seconds > here[0] + here[1] + tiny
+
+
 def test_emulated_links_price_the_dearer_of_the_link_and_this_machine(tmp_path):
     """Emulated links (distmm run --emulate-links) hold messages that really moved on this
     machine: each operation and each move costs at least what the profile prices it at and at

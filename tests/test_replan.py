@@ -83,14 +83,16 @@ def test_the_moves_hold_on_the_2_core_vms_end_to_end_runs():
 def test_runs_on_an_emulated_cluster_are_replayed_on_it():
     """scripts/model_accuracy.py --replay prices each run on the machine its table names: 36
     runs on emulated 4 x 2 and 8 x 2 clusters over 1 GbE (results/vm-2c-amx/model_emu.csv,
-    communication 66% of the time) come out a median 7.7% off as they ran, where priced on
-    one node (the table's topology left out) they were 64% off."""
+    communication 66% of the time) come out a median 8.6% off as they ran (7.7% before stop
+    60's walk let messages posted together move at once, which priced the worst runs of the
+    other VMs' tables better and this one's 0.81-0.98 where they were 0.90-1.09), where priced
+    on one node (the table's topology left out) they were 64% off."""
     vm = ROOT / "results" / "vm-2c-amx"
     args = ["--replay", str(vm / "model_emu.csv"), "--profile", str(vm / "profile.json")]
     r = script("model_accuracy.py", *args)
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("runs: 36;"))
-    assert float(line.split("= ")[1]) <= 0.08
+    assert float(line.split("= ")[1]) <= 0.087
 
 
 def test_the_moves_hold_when_calibrate_times_them_beyond_the_caches():
@@ -124,14 +126,34 @@ def test_the_model_holds_on_an_amd_vm_with_warm_repetitions():
     """Issue 13's targets on the AMD 2-core VM (results/vm-2c, stop 59): with repetitions that
     reuse their memory (bench.machine.keep_freed) and a calibration made so, 99 runs at P =
     2-16 a median 7.0% off, only summa 3x4 at 12 ranks over 30%; 36 runs on an emulated
-    cluster of 4 x 2 and 8 x 2 ranks on 1 GbE (communication 56% of the time) 6.2% off."""
+    cluster of 4 x 2 and 8 x 2 ranks on 1 GbE (communication 56% of the time) 7.1% off (6.2%
+    before stop 60's walk let messages posted together move at once: Cannon 4x4 at 16 ranks
+    on the tall-skinny shape 1.19 -> 0.93, t10 2x2x4 1.12 -> 0.94, summa25d 2x2x2 0.89 ->
+    0.83), only the summa3d run that was memory over 30%."""
     vm = ROOT / "results" / "vm-2c"
     for table, profile, most, over in (
         ("model_accuracy_s59c.csv", "profile_s59b.json", 0.07, 2),
-        ("model_emu_s59.csv", "profile_s59.json", 0.065, 1),
+        ("model_emu_s59.csv", "profile_s59.json", 0.072, 1),
     ):
         r = script("model_accuracy.py", "--replay", str(vm / table), "--profile", str(vm / profile))
         assert r.returncode == 0, r.stderr
         line = next(ln for ln in r.stdout.splitlines() if ln.startswith("runs: "))
         assert float(line.split("= ")[1]) <= most
         assert f"over 30%: {over} runs" in r.stdout
+
+
+def test_the_model_holds_on_an_avx2_amd_vm():
+    """Issue 13's first two targets on a third kind of 2-core VM (AMD EPYC without AVX-512;
+    results/vm-2c-zen3, stop 60), one `mpiexec -n 2 distmm calibrate --up-to 16` profile: 99
+    runs at P = 2-16 a median 6.6% off, none over 30%; 36 runs on an emulated cluster of 4 x 2
+    and 8 x 2 ranks on 1 GbE (communication 44% of the time) 5.2% off, none over 30% (6.5%
+    with one, Cannon 4x4 at 1.36, before the walk let messages posted together move at once)."""
+    vm = ROOT / "results" / "vm-2c-zen3"
+    for table, most in (("model_accuracy.csv", 0.066), ("model_emu.csv", 0.052)):
+        r = script(
+            "model_accuracy.py", "--replay", str(vm / table), "--profile", str(vm / "profile.json")
+        )
+        assert r.returncode == 0, r.stderr
+        line = next(ln for ln in r.stdout.splitlines() if ln.startswith("runs: "))
+        assert float(line.split("= ")[1]) <= most
+        assert "over 30%: 0 runs" in r.stdout

@@ -59,7 +59,9 @@ def predict(
     sleeps and so overlaps computation even with more ranks than cores). Emulated links
     (``links.emulated``) hold a message that really moved on this machine: it costs the dearer
     of the profile's price and the link's, and with more ranks than cores the profile's part
-    occupies the rank (only the rest of the hold hides behind computation).
+    occupies the rank (only the rest of the hold hides behind computation). That part is paid
+    when the message is posted: only the links' holds queue one after another (a second
+    message posted before a GEMM moves before it, as algorithms/levels.py's LinkClock holds).
     A level the link model leaves out (a cluster's ``local`` under a network preset) is priced
     by the profile."""
     walk = Walk(profile, dtype, ranks_per_node, links)
@@ -140,7 +142,9 @@ class Walk:
         rest to come costs at least what is left, on the rank and on the channel."""
         shave = 1 - 1e-9  # (summing the prices of those issued may round up)
         for kind, nbytes, group, count, blocking in operations:
-            d, exposed = self._priced(make_event({"kind": kind, "nbytes": nbytes, "group": group}))
+            d, exposed, _ = self._priced(
+                make_event({"kind": kind, "nbytes": nbytes, "group": group})
+            )
             self.owed_rank += count * (d if blocking else exposed) * shave
             if kind != "copy":
                 self.owed_channel += count * d * shave
@@ -176,7 +180,7 @@ class Walk:
             price = self.prices.get(key)
             if price is None:
                 price = self._priced(e)
-            d, exposed = price
+            d, exposed, held = price
             if kind == "gemm":
                 self.t = t + d
                 self.phases[kind] += d
@@ -190,8 +194,11 @@ class Walk:
                 self.owed_rank -= exposed
                 self.owed_channel -= d
                 if exposed:
-                    self.phases[kind] += start + exposed - t
-                    self.t = start + exposed
+                    # an emulated link's message moves here at once; only its hold waits for
+                    # the link (algorithms/levels.py: LinkClock)
+                    paid = t if held else start
+                    self.phases[kind] += paid + exposed - t
+                    self.t = paid + exposed
             else:
                 start = max(t, self.channel)
                 self.phases[kind] += start + d - t
@@ -276,24 +283,25 @@ def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, l
     of a GEMM or copy; of a message with a core per rank the part calibrate measured a rank
     paying for one posted before a polled GEMM (Profile.exposed: shifts 1.2-2.1 and broadcasts
     0.9-1.6 on 2 ranks here, none in profiles from before it was measured), all of it with
-    more ranks than cores); ``profile`` at the run's ranks per node (Profile.at), ``slow`` its
-    GEMMs' slowdown."""
+    more ranks than cores; whether it is held to an emulated link: then the rank pays its
+    part when it posts it, not when the link is free); ``profile`` at the run's ranks per node
+    (Profile.at), ``slow`` its GEMMs' slowdown."""
     if e.kind == "gemm":
         d = profile.gemm_seconds(*e.shape, dtype) * slow
-        return d, d
+        return d, d, False
     if e.kind == "copy":
         d = e.nbytes / profile.copy_bandwidth * slow
-        return d, d
+        return d, d, False
     here = profile.collective(e.kind, e.nbytes, e.group) * profile.comm_scale
     exposed = profile.exposed.get(e.kind, 0.0) * here if overlap else here
     if links is not None and links.models(e.phase_level):
         d = links.collective(e.kind, e.nbytes, e.group, e.phase_level)
         if not links.emulated:
-            return d, 0.0
+            return d, 0.0, False
         # emulated links hold a message that really moves on this machine: the dearer counts,
         # and with no core spare the move here occupies the rank while the hold can hide
-        return max(d, here), exposed
-    return here, exposed
+        return max(d, here), exposed, True
+    return here, exposed, False
 
 
 __all__ = ["Prediction", "Stop", "Walk", "barrier_seconds", "communication_seconds", "predict"]
