@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from algorithms import ALGORITHMS, get  # noqa: E402
-from bench.calibration import unsteady_note  # noqa: E402
+from bench.calibration import other_machine_note, unsteady_note  # noqa: E402
 from bench.files import save_csv_atomic  # noqa: E402
 from bench.launch import Launcher, run_argv  # noqa: E402
 from bench.machine import cores  # noqa: E402
@@ -136,9 +136,10 @@ def main() -> None:
         print(f"calibrating on {cores()} ranks -> {profile}", file=sys.stderr, flush=True)
         profile.parent.mkdir(parents=True, exist_ok=True)
         calibrate(cores(), profile)
-    note = unsteady_note(Profile.load(profile).meta)
-    if note:
-        print(note, flush=True)
+    meta = Profile.load(profile).meta
+    for note in (unsteady_note(meta), other_machine_note(meta)):  # the runs run here
+        if note:
+            print(note, flush=True)
     cases = []  # (P, algo, shape name, cluster options)
     for P in (int(x) for x in args.ranks.split(",")):
         for algo in args.algos.split(","):

@@ -41,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.calibration import unsteady_note  # noqa: E402
+from bench.calibration import other_machine_note, unsteady_note  # noqa: E402
 from bench.files import write_atomic  # noqa: E402
 from bench.launch import Launcher  # noqa: E402
 from bench.model import Profile  # noqa: E402
@@ -121,9 +121,9 @@ def main() -> int:
         + (" (no relabelling)" if args.no_relabel else "")
         + (f", clusters of {args.cluster} per node on {args.emulate_links}" if args.cluster else "")
     )
-    note = unsteady_note(profile.meta)
-    if note:
-        say(note)
+    for note in (unsteady_note(profile.meta), other_machine_note(profile.meta)):
+        if note:
+            say(note)
     head = (
         f"{'case':<22}{'first choice':<38}{'measured fastest':<38}"
         f"{'first/fastest':>14}{'hit':>5}{'<=10%':>7}{'plan [ms]':>10}"
