@@ -246,8 +246,9 @@ def cpu_facts() -> dict:
 
 
 def other_machine_note(meta: dict) -> str | None:
-    """A line for `distmm run --profile` where the profile (its "machine" facts, Profile.meta)
-    was made on another CPU or BLAS than this one's, else None (also where it does not say)."""
+    """A line for runs here priced by a profile (`distmm run --profile`, the accuracy scripts)
+    where it (its "machine" facts, Profile.meta) was made on another CPU or BLAS than this
+    one's, else None (also where it does not say)."""
     theirs, here = {k: meta.get(k) for k in ("cpu_model", "blas")}, cpu_facts()
     if not theirs["cpu_model"] or not theirs["blas"]:
         return None
