@@ -92,6 +92,9 @@ class LinkClock:
     free: float = 0.0  # perf_counter time at which the channel is free
     exchanges: dict = field(default_factory=dict)  # (transfer, itemsize) -> seconds
 
+    def __post_init__(self):
+        least_timer_slack()  # once, for every hold this rank's clock asks for (_Waker)
+
     def seconds(self, ev: Event, disp: int = 0) -> float:
         """Emulated duration of an operation on the tree's links."""
         if ev.kind == "shift":
@@ -132,26 +135,22 @@ class _Waker:
 
     A sleep returns late: the kernel's timer slack (50 us by default) plus the wake-up itself,
     a median of 120-165 us in all on our 2-core VM, idle or not (scripts/hold_precision.py:
-    8-15 us with this), against the
-    1gbe preset's 50 us latency and mncore-emu's 10-100 us. So a hold sleeps until ``early``
-    before its deadline, ``early`` a running median of the sleeps' lateness (moved STEP
-    towards each new one; at most MOST_EARLY, a busy core's rare wake-ups of milliseconds do
-    not pull it up), and spins the rest on the clock: never before the deadline, at it in the
-    median, and the spin short (about the lateness's spread) so that ranks sharing cores lose
-    little computation to it. The timer slack is set to 1 ns where the OS allows (Linux), which
-    takes about 50 us off the lateness and narrows its spread."""
+    8-15 us with this), against the 1gbe preset's 50 us latency and mncore-emu's 10-100 us.
+    So a hold sleeps until ``early`` before its deadline, ``early`` a running median of the
+    sleeps' lateness (moved STEP towards each new one; at most MOST_EARLY, a busy core's rare
+    wake-ups of milliseconds do not pull it up), and spins the rest on the clock: never before
+    the deadline, at it in the median, and the spin short (about the lateness's spread) so that
+    ranks sharing cores lose little computation to it. A LinkClock sets the timer slack to 1 ns
+    (:func:`least_timer_slack`), which takes about 50 us off the lateness and narrows its
+    spread."""
 
     MOST_EARLY = 5e-4  # seconds: a hold never spins longer than this
     STEP = 4e-6  # seconds the median moves by per sleep (about 20 sleeps to find it)
 
     def __init__(self):
         self.early = 0.0
-        self.slack_set = False
 
     def until(self, deadline: float) -> None:
-        if not self.slack_set:
-            self.slack_set = True
-            _least_timer_slack()
         left = deadline - time.perf_counter()
         if left <= 0:
             return
@@ -169,7 +168,7 @@ class _Waker:
 _PR_SET_TIMERSLACK = 29  # linux/prctl.h
 
 
-def _least_timer_slack() -> None:
+def least_timer_slack() -> None:
     """This thread's timer slack at 1 ns (prctl PR_SET_TIMERSLACK), where the OS has it."""
     if not sys.platform.startswith("linux"):
         return
@@ -189,4 +188,4 @@ def hold_until(deadline: float) -> None:
         _WAKER.until(deadline)
 
 
-__all__ = ["LinkClock", "TreeLevels", "hold_until"]
+__all__ = ["LinkClock", "TreeLevels", "hold_until", "least_timer_slack"]
