@@ -21,6 +21,16 @@ def _median_error(text: str) -> float:
     return float(line.split("median |pred/meas - 1| ")[1].split("%")[0])
 
 
+def _replay(vm: Path, table: str, profile: str, runs: int | None = None) -> tuple[str, float]:
+    """scripts/model_accuracy.py --replay of a stored table under a profile: its output and the
+    median |pred/meas - 1| it prints (over ``runs`` runs, where given)."""
+    r = script("model_accuracy.py", "--replay", str(vm / table), "--profile", str(vm / profile))
+    assert r.returncode == 0, r.stderr
+    head = "runs: " if runs is None else f"runs: {runs};"
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith(head))
+    return r.stdout, float(line.split("= ")[1])
+
+
 def test_the_model_holds_on_the_16_core_machines_runs():
     """With GEMMs priced as every rank computing at once (gemm_shared) and the moves' loads
     as the model takes them, the 66 runs are predicted a median 12.1% off (38.7% at P = 16
@@ -57,11 +67,9 @@ def test_the_model_holds_on_the_2_core_vms_runs_at_2_to_16_ranks():
         ("model_accuracy_up16.csv", "profile_up16.json", 0.06),
         ("model_accuracy_plan4.csv", "profile_plan4.json", 0.07),
     ):
-        r = script("model_accuracy.py", "--replay", str(vm / table), "--profile", str(vm / profile))
-        assert r.returncode == 0, r.stderr
-        line = next(ln for ln in r.stdout.splitlines() if ln.startswith("runs: 99;"))
-        assert float(line.split("= ")[1]) <= most
-        assert "over 30%: 0 runs" in r.stdout
+        out, median = _replay(vm, table, profile, runs=99)
+        assert median <= most
+        assert "over 30%: 0 runs" in out
 
 
 def test_the_moves_hold_on_the_2_core_vms_end_to_end_runs():
@@ -88,11 +96,8 @@ def test_runs_on_an_emulated_cluster_are_replayed_on_it():
     other VMs' tables better and this one's 0.81-0.98 where they were 0.90-1.09), where priced
     on one node (the table's topology left out) they were 64% off."""
     vm = ROOT / "results" / "vm-2c-amx"
-    args = ["--replay", str(vm / "model_emu.csv"), "--profile", str(vm / "profile.json")]
-    r = script("model_accuracy.py", *args)
-    assert r.returncode == 0, r.stderr
-    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("runs: 36;"))
-    assert float(line.split("= ")[1]) <= 0.087
+    _, median = _replay(vm, "model_emu.csv", "profile.json", runs=36)
+    assert median <= 0.087
 
 
 def test_the_moves_hold_when_calibrate_times_them_beyond_the_caches():
@@ -135,11 +140,9 @@ def test_the_model_holds_on_an_amd_vm_with_warm_repetitions():
         ("model_accuracy_s59c.csv", "profile_s59b.json", 0.07, 2),
         ("model_emu_s59.csv", "profile_s59.json", 0.072, 1),
     ):
-        r = script("model_accuracy.py", "--replay", str(vm / table), "--profile", str(vm / profile))
-        assert r.returncode == 0, r.stderr
-        line = next(ln for ln in r.stdout.splitlines() if ln.startswith("runs: "))
-        assert float(line.split("= ")[1]) <= most
-        assert f"over 30%: {over} runs" in r.stdout
+        out, median = _replay(vm, table, profile)
+        assert median <= most
+        assert f"over 30%: {over} runs" in out
 
 
 def test_the_model_holds_on_the_amx_vm_with_holds_on_time():
@@ -150,17 +153,9 @@ def test_the_model_holds_on_the_amx_vm_with_holds_on_time():
     6.8% off, none over 30% (8.4% with holds that slept to it)."""
     vm = ROOT / "results" / "vm-2c-amx"
     for table, most in (("model_accuracy_s61.csv", 0.079), ("model_emu_s61b.csv", 0.068)):
-        r = script(
-            "model_accuracy.py",
-            "--replay",
-            str(vm / table),
-            "--profile",
-            str(vm / "profile_s61.json"),
-        )
-        assert r.returncode == 0, r.stderr
-        line = next(ln for ln in r.stdout.splitlines() if ln.startswith("runs: "))
-        assert float(line.split("= ")[1]) <= most
-        assert "over 30%: 0 runs" in r.stdout
+        out, median = _replay(vm, table, "profile_s61.json")
+        assert median <= most
+        assert "over 30%: 0 runs" in out
 
 
 def test_the_model_holds_on_an_avx2_amd_vm():
@@ -171,10 +166,6 @@ def test_the_model_holds_on_an_avx2_amd_vm():
     with one, Cannon 4x4 at 1.36, before the walk let messages posted together move at once)."""
     vm = ROOT / "results" / "vm-2c-zen3"
     for table, most in (("model_accuracy.csv", 0.066), ("model_emu.csv", 0.052)):
-        r = script(
-            "model_accuracy.py", "--replay", str(vm / table), "--profile", str(vm / "profile.json")
-        )
-        assert r.returncode == 0, r.stderr
-        line = next(ln for ln in r.stdout.splitlines() if ln.startswith("runs: "))
-        assert float(line.split("= ")[1]) <= most
-        assert "over 30%: 0 runs" in r.stdout
+        out, median = _replay(vm, table, "profile.json")
+        assert median <= most
+        assert "over 30%: 0 runs" in out
