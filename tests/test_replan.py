@@ -31,6 +31,15 @@ def _replay(vm: Path, table: str, profile: str, runs: int | None = None) -> tupl
     return r.stdout, float(line.split("= ")[1])
 
 
+def _replay_moves(vm: Path, table: str, profile: str) -> tuple[str, float]:
+    """scripts/end_to_end.py --replay of a stored table under a profile: its output and the
+    median |pred/meas - 1| of the redistributions it prints, in percent."""
+    r = script("end_to_end.py", "--replay", str(vm / table), "--profile", str(vm / profile))
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("redistribution pred"))
+    return r.stdout, float(line.split("|ratio - 1| ")[1].split("%")[0])
+
+
 def test_the_model_holds_on_the_16_core_machines_runs():
     """With GEMMs priced as every rank computing at once (gemm_shared) and the moves' loads
     as the model takes them, the 66 runs are predicted a median 12.1% off (38.7% at P = 16
@@ -80,12 +89,9 @@ def test_the_moves_hold_on_the_2_core_vms_end_to_end_runs():
     chosen on these); runs 8, measured after: 11.4% (21.1% with the one fit alone)."""
     vm = ROOT / "results" / "vm-2c-xeon"
     for n, most in ((7, 20.0), (8, 15.0)):
-        table, profile = str(vm / f"end_to_end_{n}.csv"), str(vm / f"profile_{n}.json")
-        r = script("end_to_end.py", "--replay", table, "--profile", profile)
-        assert r.returncode == 0, r.stderr
-        assert "96 runs of" in r.stdout
-        line = next(ln for ln in r.stdout.splitlines() if ln.startswith("redistribution pred"))
-        assert float(line.split("|ratio - 1| ")[1].split("%")[0]) < most, n
+        out, median = _replay_moves(vm, f"end_to_end_{n}.csv", f"profile_{n}.json")
+        assert "96 runs of" in out
+        assert median < most, n
 
 
 def test_runs_on_an_emulated_cluster_are_replayed_on_it():
@@ -108,10 +114,7 @@ def test_the_moves_hold_when_calibrate_times_them_beyond_the_caches():
     vm = ROOT / "results" / "vm-2c-amx"
     for runs in ("end_to_end_s57a.csv", "end_to_end_s57b.csv"):
         for profile in ("profile_s57.json", "profile_s57_2.json"):
-            r = script("end_to_end.py", "--replay", str(vm / runs), "--profile", str(vm / profile))
-            assert r.returncode == 0, r.stderr
-            line = next(ln for ln in r.stdout.splitlines() if ln.startswith("redistribution pred"))
-            assert float(line.split("|ratio - 1| ")[1].split("%")[0]) < 20.0, (runs, profile)
+            assert _replay_moves(vm, runs, profile)[1] < 20.0, (runs, profile)
 
 
 def test_the_moves_hold_on_an_amd_vm_too():
@@ -120,11 +123,7 @@ def test_the_moves_hold_on_an_amd_vm_too():
     20.5-20.7% by two made after them, 53.9% by the stored profile from before calibrate timed
     its layout changes out of the caches."""
     vm = ROOT / "results" / "vm-2c"
-    runs = str(vm / "end_to_end_s58a.csv")
-    r = script("end_to_end.py", "--replay", runs, "--profile", str(vm / "profile_s58.json"))
-    assert r.returncode == 0, r.stderr
-    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("redistribution pred"))
-    assert float(line.split("|ratio - 1| ")[1].split("%")[0]) < 20.0
+    assert _replay_moves(vm, "end_to_end_s58a.csv", "profile_s58.json")[1] < 20.0
 
 
 def test_the_model_holds_on_an_amd_vm_with_warm_repetitions():
@@ -172,7 +171,7 @@ def test_the_model_holds_on_an_avx2_amd_vm():
 
 
 def test_the_model_and_the_moves_hold_on_an_ice_lake_vm():
-    """Issues 13 and 12 on a third kind of 2-core VM (results/vm-2c-icx: Ice Lake, AVX-512, no
+    """Issues 13 and 12 on a fifth kind of 2-core VM (results/vm-2c-icx: Ice Lake, AVX-512, no
     AMX), with calibrate's GEMM tables timed again just before the runs (`distmm calibrate
     --refresh-gemm`): 36 runs on emulated 4 x 2 and 8 x 2 clusters over 1 GbE (communication
     57% of the time) a median 2.8% off, none over 30%; the redistributions of 96 end-to-end
@@ -180,8 +179,4 @@ def test_the_model_and_the_moves_hold_on_an_ice_lake_vm():
     vm = ROOT / "results" / "vm-2c-icx"
     out, median = _replay(vm, "model_emu.csv", "profile_refreshed.json", runs=36)
     assert median <= 0.035 and "over 30%: 0 runs" in out
-    runs, profile = str(vm / "end_to_end.csv"), str(vm / "profile_refreshed.json")
-    r = script("end_to_end.py", "--replay", runs, "--profile", profile)
-    assert r.returncode == 0, r.stderr
-    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("redistribution pred"))
-    assert float(line.split("|ratio - 1| ")[1].split("%")[0]) < 20.0
+    assert _replay_moves(vm, "end_to_end.csv", "profile_refreshed.json")[1] < 20.0
