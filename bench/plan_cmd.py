@@ -67,6 +67,7 @@ from .plan_view import (
     measured_text,
     near_text,
     recommendation,
+    table_rows,
 )
 from .planner import candidates, plan_chain, recommend, run_set
 from .units import format_bytes, ints, nonnegative, parse_bytes, positive
@@ -261,16 +262,19 @@ def main(args) -> int:
         else "kernel time (native layouts)"
     )
     priced = len(cands) + cands.pruned + cands.uncountable
+    rows = table_rows(cands)
     print(
         f"{priced} candidates priced in {elapsed * 1e3:.0f} ms{pruned}; the "
-        f"best {min(top, len(cands))} by predicted {by} (* = on the time/memory Pareto front):"
+        f"best {min(top, len(rows))} by predicted {by} (* = on the time/memory Pareto front"
+        + ("; ovl on/off: priced alike with overlap on and off" if len(rows) < len(cands) else "")
+        + "):"
     )
-    print(candidate_table(cands[:top]))
+    print(candidate_table(rows[:top]))
     print(BOUND_NOTE)
-    hidden = [c for c in cands[top:] if c.pareto]
+    hidden = [c for c in rows[top:] if c.on_front]
     if hidden:
         print("further Pareto-optimal (less memory, slower):")
-        print(candidate_table(hidden, {id(c): cands.index(c) + 1 for c in hidden}, header=False))
+        print(candidate_table(hidden, {id(c): rows.index(c) + 1 for c in hidden}, header=False))
     print(recommendation(best))
     print(f"run it:  {best.command(shape, P, args.dtype, args.topology, emulate)}")
     note = unsteady_note(profile.meta)

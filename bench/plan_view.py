@@ -10,7 +10,7 @@ from .units import format_bytes
 
 def _head(width: int = 18) -> str:
     return (
-        f"{'algorithm':<10}{'grid/F_op':<14}{'params':<{width}}{'ovl':<5}{'kernel [ms]':>12}"
+        f"{'algorithm':<10}{'grid/F_op':<14}{'params':<{width}}{'ovl':<7}{'kernel [ms]':>12}"
         f" {'e2e [ms]':>12}"
     )
 
@@ -21,7 +21,20 @@ def _width(cands) -> int:
 
 
 def _overlap(c: Candidate) -> str:
-    return "on" if c.overlap else "off"
+    return "on/off" if c.overlap_twin is not None else "on" if c.overlap else "off"
+
+
+def table_rows(cands: list[Candidate]) -> list[Candidate]:
+    """The candidates the table lists: one row, the first, for overlap on and off where they
+    are priced alike (bench.planner.mark_overlap_alike), which says "on/off" and is on the
+    Pareto front if either is (the JSON keeps both)."""
+    shown: set[int] = set()
+    out = []
+    for c in cands:
+        if c.overlap_twin is None or id(c.overlap_twin) not in shown:
+            shown.add(id(c))
+            out.append(c)
+    return out
 
 
 def _row(c: Candidate, width: int = 18) -> str:
@@ -29,7 +42,7 @@ def _row(c: Candidate, width: int = 18) -> str:
     e2e = f"{c.seconds * 1e3:.3f}" if c.exact else f">={c.seconds * 1e3:.3f}"
     return (
         f"{c.algo:<10}{c.grid_text:<14}{c.params_text:<{width}}"
-        f"{_overlap(c):<5}{c.kernel * 1e3:>12.3f} {e2e:>12}"
+        f"{_overlap(c):<7}{c.kernel * 1e3:>12.3f} {e2e:>12}"
     )
 
 
@@ -47,7 +60,7 @@ def candidate_table(cands: list[Candidate], start: dict | None = None, header: b
         ratio = f" {c.words_ratio:>11.2f}" if c.words_ratio is not None else f" {'-':>11}"
         lines.append(
             f"{n:>3} {_row(c, w)} {gf:>8.1f} {format_bytes(c.memory):>11}"
-            f" {c.words:>11.4g}{ratio}  {'*' if c.pareto else ''}"
+            f" {c.words:>11.4g}{ratio}  {'*' if c.on_front else ''}"
         )
     return "\n".join(lines)
 
@@ -63,7 +76,7 @@ BOUND_NOTE = (
 def recommendation(best: Candidate) -> str:
     return (
         f"recommended: {best.algo} {best.grid_text} {best.params_text} overlap="
-        f"{_overlap(best)}: {best.seconds * 1e3:.2f} ms predicted end to end "
+        f"{'on' if best.overlap else 'off'}: {best.seconds * 1e3:.2f} ms predicted end to end "
         f"({best.kernel * 1e3:.2f} ms kernel), {format_bytes(best.memory)}/rank"
     )
 

@@ -10,7 +10,7 @@ from algorithms import ALGORITHMS, get
 from bench.model import Profile
 from bench.plan_cmd import near_ties
 from bench.plan_measure import Measured, measure
-from bench.plan_view import NEAR, measured_text
+from bench.plan_view import NEAR, measured_text, table_rows
 from bench.planner import candidates, plan_chain, recommend, run_set
 from bench.units import parse_bytes
 from layouts.endpoints import user_layouts
@@ -122,6 +122,36 @@ def test_pareto_front_is_non_dominated(profile_file):
     for c in cands:  # everything off the front is dominated (or ties) by something on it
         if not c.pareto:
             assert any(f.seconds <= c.seconds and f.memory <= c.memory for f in front)
+
+
+def test_overlap_priced_alike_is_one_row(profile_file):
+    """Overlap on and off of one plan priced alike (more ranks than cores: the model hides
+    nothing) are twins, listed once as "on/off" and on the front if either is; the JSON keeps
+    both. With one rank per node overlap hides messages, and most pairs are two rows."""
+    prof = Profile.load(profile_file)
+    cands = candidates((512, 256, 1024), 8, prof)
+    twins = [c for c in cands if c.overlap_twin is not None]
+    assert len(twins) > len(cands) // 2
+    for c in twins:
+        t = c.overlap_twin
+        assert t.overlap_twin is c and t.overlap != c.overlap
+        assert (t.algo, t.options, t.memory) == (c.algo, c.options, c.memory)
+        assert t.seconds == pytest.approx(c.seconds, rel=1e-9)
+    rows = table_rows(cands)
+    assert len(rows) == len(cands) - len(twins) // 2
+    assert {id(c) for c in rows} >= {id(c) for c in cands if c.overlap_twin is None}
+    assert [c.on_front for c in rows].count(True) == len({c.memory for c in cands if c.pareto})
+    apart = candidates((512, 256, 1024), 8, prof, ranks_per_node=1)
+    assert sum(c.overlap_twin is None for c in apart) > len(apart) // 2
+    base = ["plan", "--shape", "512,256,1024", "--P", "8", "--profile", str(profile_file)]
+    base += ["--top", "100"]
+    r = distmm(*base)
+    assert r.returncode == 0, r.stderr
+    table = r.stdout.split("words/rank:")[0].splitlines()[3:]
+    out = json.loads(distmm(*base, "--json").stdout)["candidates"]  # from block layouts
+    pairs = sum(c["overlap_alike"] for c in out) // 2
+    assert pairs and len(table) == len(out) - pairs
+    assert sum(" on/off " in line for line in table) == pairs
 
 
 def test_memory_budget(profile_file):
