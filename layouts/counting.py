@@ -181,11 +181,11 @@ def summed(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 def group_max(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     """out[g] (n entries, int64): the largest of the non-negative int ``values`` where
-    ``groups == g``, 0 where none (:func:`_reduced`: np.maximum.at took 20-40 ms on the
-    200 000-300 000 pairs of a relabelling at P = 8192, this 7, half of choosing its order)."""
+    ``groups == g``, 0 where none. np.maximum.at into the n entries, no sort: since NumPy 1.25
+    ufunc.at has a fast loop (0.8 ms on 280 000 pairs at P = 8192, against 16 ms sorting them
+    by group, :func:`_reduced`; before it, 20-40 ms)."""
     out = np.zeros(n, np.int64)
-    keys, most = _reduced(groups, values, np.maximum)
-    out[keys] = most
+    np.maximum.at(out, np.asarray(groups, np.intp), np.asarray(values, np.int64))
     return out
 
 
