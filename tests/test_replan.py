@@ -180,3 +180,17 @@ def test_the_model_and_the_moves_hold_on_an_ice_lake_vm():
     out, median = _replay(vm, "model_emu.csv", "profile_refreshed.json", runs=36)
     assert median <= 0.035 and "over 30%: 0 runs" in out
     assert _replay_moves(vm, "end_to_end.csv", "profile_refreshed.json")[1] < 20.0
+
+
+def test_the_emulated_planner_holds_on_the_avx2_amd_vm_at_stop_67():
+    """Issue 13's emulated planner on results/vm-2c-zen3 at stop 67 (32 cases at 4-16 ranks,
+    clusters of 2 a node on 1 GbE, from block layouts), priced again with the code as it is:
+    the first choice measured fastest in 21 cases and within 10% in 30 (the runs' own
+    repeatability 72% / 96%), the 96 runs a median 4.3% off, one over 30%."""
+    vm = ROOT / "results" / "vm-2c-zen3"
+    out = _replan("profile_s67.json", vm, ("plan_emu_s67.jsonl",))
+    line = next(ln for ln in out.splitlines() if ln.startswith("cases 32: "))
+    fastest = int(line.split("the fastest in ")[1].split()[0])
+    within = int(line.split("within 10% in ")[1].split()[0])
+    assert fastest >= 21 and within >= 30
+    assert "runs 96:" in out and _median_error(out) < 5.0
