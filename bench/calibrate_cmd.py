@@ -337,13 +337,17 @@ def _say_move_levels(say, counts: list[dict], cores: int) -> None:
     found = sharing_moves(counts, cores)
     if found is None:
         return
-    unit, gs, levels = found
+    unit, gs, levels, measured = found
     say(
         f"\n# layout changes above the {cores} cores, one fit over every count there (with one "
         f"rank per core: move {unit['start'] * 1e6:.0f} us, /msg {unit['message'] * 1e6:.1f} us, "
         f"piece {unit['piece'] * 1e9:.1f} ns; grown with the ranks per core) at each count's "
         "level, its own moves' median time over the fit's price: "
-        + ", ".join(f"{g}: {x:.2f}" for g, x in zip(gs, levels, strict=True))
+        + ", ".join(
+            f"{g}: {x:.2f}"
+            + ("" if x == m else f" (measured {m:.2f}: a spell, priced as its neighbour)")
+            for g, x, m in zip(gs, levels, measured, strict=True)
+        )
     )
 
 

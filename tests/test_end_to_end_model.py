@@ -315,6 +315,37 @@ def test_each_count_above_the_cores_priced_at_its_own_level(tmp_path):
     assert list(prof.at(16).alltoallv.values()) == pytest.approx(2 * level[8] * sharing_scale(4))
 
 
+def test_a_count_measured_in_a_spell_is_priced_as_its_neighbours(tmp_path):
+    """Counts 3-9 above 2 cores, the odd ones 1.6x the even ones (they share the cores
+    unevenly) and 6 timed in a slow spell (3x): 6 is priced at the nearer of 4 and 8, the odd
+    counts' own level stays theirs, and so do the counts at the ends (3, 4, 8, 9), whatever
+    they measured."""
+    from bench.model.fits import sharing_moves, steady_levels
+
+    costs = (1e-4, 3e-5, 2e-10, 1e-10, 4e-8)
+    want = {3: 1.6, 4: 1.0, 5: 1.6, 6: 3.0, 7: 1.6, 8: 1.1, 9: 5.0}
+    counts = []
+    for g, level in want.items():
+        counts.append(_measured(g, costs))
+        for row in counts[-1]["alltoallv"]["timed"]:
+            row[-1] *= level
+    unit, gs, levels, measured = sharing_moves(counts, 2)
+    assert gs == list(want)
+    ratio = np.array(levels) / levels[1]  # against 4's
+    assert ratio == pytest.approx([1.6, 1.0, 1.6, 1.1, 1.6, 1.1, 5.0], rel=0.01)
+    assert np.array(measured) / measured[1] == pytest.approx(list(want.values()), rel=0.01)
+    f = tmp_path / "spell.json"
+    f.write_text(json.dumps({**PROFILE, "counts": counts}))
+    prof = Profile.load(f)
+    assert prof.at(6).alltoallv["start"] / sharing_scale(3)[0] == pytest.approx(
+        prof.at(8).alltoallv["start"] / sharing_scale(4)[0]
+    )
+    # within a factor of 2 of the nearer neighbour: kept as measured
+    assert steady_levels([4, 6, 8], [1.0, 1.9, 1.2], 2) == [1.0, 1.9, 1.2]
+    assert steady_levels([4, 6, 8], [1.0, 0.55, 1.2], 2) == [1.0, 0.55, 1.2]
+    assert steady_levels([4, 6, 8], [1.0, 0.45, 1.2], 2) == [1.0, 1.0, 1.2]
+
+
 def test_plan_table_columns_never_run_together():
     from bench.plan_view import candidate_table
     from bench.planner import Candidate

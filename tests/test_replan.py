@@ -185,12 +185,29 @@ def test_the_model_and_the_moves_hold_on_an_ice_lake_vm():
 def test_the_emulated_planner_holds_on_the_avx2_amd_vm_at_stop_67():
     """Issue 13's emulated planner on results/vm-2c-zen3 at stop 67 (32 cases at 4-16 ranks,
     clusters of 2 a node on 1 GbE, from block layouts), priced again with the code as it is:
-    the first choice measured fastest in 21 cases and within 10% in 30 (the runs' own
-    repeatability 72% / 96%), the 96 runs a median 4.3% off, one over 30%."""
+    the first choice measured fastest in 21 cases when run and within 10% in 30 (the runs' own
+    repeatability 72% / 96%), the 96 runs a median 4.3% off, one over 30%. Since the profile's
+    layout changes at 8 ranks, timed in a slow spell, are priced at their neighbours' level
+    (bench.model.fits.steady_levels), 20: summa 2x4 against summa3d 2x2x2 on 512x512x8192,
+    5.3% apart when measured, now ordered the other way."""
     vm = ROOT / "results" / "vm-2c-zen3"
     out = _replan("profile_s67.json", vm, ("plan_emu_s67.jsonl",))
     line = next(ln for ln in out.splitlines() if ln.startswith("cases 32: "))
     fastest = int(line.split("the fastest in ")[1].split()[0])
     within = int(line.split("within 10% in ")[1].split()[0])
-    assert fastest >= 21 and within >= 30
+    assert fastest >= 20 and within >= 30
     assert "runs 96:" in out and _median_error(out) < 5.0
+
+
+def test_a_slow_spell_in_calibrate_is_not_priced_at_its_count():
+    """results/vm-2c-zen3/profile_s67.json timed its layout changes at 8 ranks in a slow spell
+    (3.52x the fit, against 1.55 and 1.38 at 6 and 10), and priced every move of the planner
+    sweep from block layouts at 8 ranks 2-3x what it took: its 96 runs 21.0% off, 23 over 30%.
+    Priced at the neighbours' level (bench.model.fits.steady_levels): 17.7%, 7 over 30%, the
+    first choice as often the fastest (25 of 32) and within 10% in 31."""
+    vm = ROOT / "results" / "vm-2c-zen3"
+    out = _replan("profile_s67.json", vm, ("plan_block_s67.jsonl",))
+    runs = next(ln for ln in out.splitlines() if ln.startswith("runs 96: "))
+    assert _median_error(out) < 19.0 and int(runs.split("%, ")[1].split()[0]) <= 10, runs
+    cases = next(ln for ln in out.splitlines() if ln.startswith("cases 32: "))
+    assert int(cases.split("within 10% in ")[1].split()[0]) >= 31, cases

@@ -97,16 +97,44 @@ def sharing_levels(sharing: list[dict], cores: int, unit: dict) -> tuple[list, l
     return counts, levels
 
 
-def sharing_moves(counts: list[dict], cores: int) -> tuple[dict, list, list] | None:
+# a count's level more than this many times, or less than 1 / this, the nearer of its two
+# neighbours' (steady_levels) is taken for a slow or fast spell of the machine. Over the 2-core
+# VMs' 38 stored profiles, levels sit within 1.65x of the nearer neighbour but for four counts
+# at 1.87-2.34x; the three beyond 2 made the moves at their count priced 2-3x what runs took
+SPELL = 2.0
+
+
+def steady_levels(counts: list, levels: list, cores: int) -> list:
+    """``levels`` (:func:`sharing_levels`) with each one that stands more than SPELL times
+    above or below both of its count's neighbours ``cores`` ranks either side (counts that
+    share the cores alike: on 2 cores the odd counts run unevenly, above the even ones)
+    replaced by the nearer of them (the median of the three); the first and last counts of
+    each such chain are kept. A spell of the machine during one count's moves is then not
+    priced as that count's cost: results/vm-2c-zen3/profile_s67.json measured 3.52 at 8 ranks
+    where 6 and 10 measured 1.55 and 1.38, and priced the moves of that stop's 63 runs at 8
+    ranks 2-3x what they took (1.55 instead: its planner sweep's runs 17.7% off, 7 over 30%,
+    against 21.0% and 23; results/vm-2c-amx/profile_s61.json's 2.97 at 6: 6.4% and 2 against
+    7.9% and 8, replayed with scripts/replan.py)."""
+    at = dict(zip(counts, levels, strict=True))
+    out = []
+    for g, level in zip(counts, levels, strict=True):
+        below, above = at.get(g - cores), at.get(g + cores)
+        near = level if below is None or above is None else sorted((below, level, above))[1]
+        out.append(near if max(level / near, near / level) > SPELL else level)
+    return out
+
+
+def sharing_moves(counts: list[dict], cores: int) -> tuple[dict, list, list, list] | None:
     """How calibrate's ``counts`` price layout changes above the ``cores``: (the one fit,
-    :func:`fit_sharing_alltoallv`; the counts and their levels, :func:`sharing_levels`), None
-    where no count there timed any (what Profile._alltoallv_at prices with and calibrate
-    prints)."""
+    :func:`fit_sharing_alltoallv`; the counts, their levels as priced (:func:`steady_levels`)
+    and as measured (:func:`sharing_levels`)), None where no count there timed any (what
+    Profile._alltoallv_at prices with and calibrate prints)."""
     sharing = [c for c in counts if "alltoallv" in c and c["ranks"] > cores]
     if not sharing:
         return None
     unit = fit_sharing_alltoallv(sharing, cores)
-    return unit, *sharing_levels(sharing, cores, unit)
+    gs, measured = sharing_levels(sharing, cores, unit)
+    return unit, gs, steady_levels(gs, measured, cores), measured
 
 
 def sharing_scale(per_core: float) -> np.ndarray:

@@ -258,7 +258,8 @@ class Profile:
         time-slice every rank's part: the costs grow with g / cores (fits.sharing_scale) up
         to the largest count measured, and as g past it (squared, 8192 ranks on 16 cores
         priced a move's start 262 144 units), from one fit over every count measured there at
-        each count's own level (fits.sharing_levels); with none measured there, the largest
+        each count's own level (fits.sharing_levels; a spell's steadied, fits.steady_levels);
+        with none measured there, the largest
         count's times g / cores (else a `-n 2` profile priced B copied to 4 ranks at 19 ms
         where it took 91-126, and the planner sent B to all 8192 ranks)."""
         measured = [c for c in self.counts if "alltoallv" in c]
@@ -269,7 +270,7 @@ class Profile:
         top = max([self.cores, *(c["ranks"] for c in sharing)])
         scale = sharing_scale(min(g, top) / self.cores) * max(g / top, 1.0)
         if g > self.cores and sharing:
-            unit, gs, levels = self._once("a2av", lambda: sharing_moves(measured, self.cores))
+            unit, gs, levels, _ = self._once("a2av", lambda: sharing_moves(measured, self.cores))
             scale = scale * (float(np.interp(g, gs, levels)) if gs else 1.0)
             return {k: unit[k] * float(x) for k, x in zip(A2AV_TERMS, scale, strict=True)}
         fitting = [c for c in measured if c["ranks"] <= self.cores] or measured
