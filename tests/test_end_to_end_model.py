@@ -340,10 +340,11 @@ def test_a_count_measured_in_a_spell_is_priced_as_its_neighbours(tmp_path):
     assert prof.at(6).alltoallv["start"] / sharing_scale(3)[0] == pytest.approx(
         prof.at(8).alltoallv["start"] / sharing_scale(4)[0]
     )
-    # within a factor of 2 of the nearer neighbour: kept as measured
-    assert steady_levels([4, 6, 8], [1.0, 1.9, 1.2], 2) == [1.0, 1.9, 1.2]
-    assert steady_levels([4, 6, 8], [1.0, 0.55, 1.2], 2) == [1.0, 0.55, 1.2]
-    assert steady_levels([4, 6, 8], [1.0, 0.45, 1.2], 2) == [1.0, 1.0, 1.2]
+    # within a factor of fits.SPELL (1.75) of the nearer neighbour: kept as measured
+    assert steady_levels([4, 6, 8], [1.0, 2.0, 1.2], 2) == [1.0, 2.0, 1.2]
+    assert steady_levels([4, 6, 8], [1.0, 0.6, 1.2], 2) == [1.0, 0.6, 1.2]
+    assert steady_levels([4, 6, 8], [1.0, 0.5, 1.2], 2) == [1.0, 1.0, 1.2]
+    assert steady_levels([4, 6, 8], [1.0, 2.2, 1.2], 2) == [1.0, 1.2, 1.2]
 
 
 def test_plan_table_columns_never_run_together():

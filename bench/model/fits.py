@@ -99,22 +99,23 @@ def sharing_levels(sharing: list[dict], cores: int, unit: dict) -> tuple[list, l
 
 # a count's level more than this many times, or less than 1 / this, the nearer of its two
 # neighbours' (steady_levels) is taken for a slow or fast spell of the machine. Over the 2-core
-# VMs' 38 stored profiles, levels sit within 1.65x of the nearer neighbour but for four counts
-# at 1.87-2.34x; the three beyond 2 made the moves at their count priced 2-3x what runs took
-SPELL = 2.0
+# VMs' 39 stored profiles, 384 of 390 levels sit within 1.60x of the nearer neighbour's, the
+# other six at 1.88-2.34x; the three of those with stored runs priced the moves at their count
+# 2-3x what the runs took
+SPELL = 1.75
 
 
 def steady_levels(counts: list, levels: list, cores: int) -> list:
-    """``levels`` (:func:`sharing_levels`) with each one that stands more than SPELL times
-    above or below both of its count's neighbours ``cores`` ranks either side (counts that
-    share the cores alike: on 2 cores the odd counts run unevenly, above the even ones)
-    replaced by the nearer of them (the median of the three); the first and last counts of
-    each such chain are kept. A spell of the machine during one count's moves is then not
-    priced as that count's cost: results/vm-2c-zen3/profile_s67.json measured 3.52 at 8 ranks
-    where 6 and 10 measured 1.55 and 1.38, and priced the moves of that stop's 63 runs at 8
-    ranks 2-3x what they took (1.55 instead: its planner sweep's runs 17.7% off, 7 over 30%,
-    against 21.0% and 23; results/vm-2c-amx/profile_s61.json's 2.97 at 6: 6.4% and 2 against
-    7.9% and 8, replayed with scripts/replan.py)."""
+    """``levels`` (:func:`sharing_levels`) with each one above both of its count's neighbours
+    ``cores`` ranks either side, or below both (counts that share the cores alike: on 2 cores
+    the odd counts run unevenly, above the even ones), by more than SPELL times the nearer of
+    them, replaced by that one (the median of the three); the first and last counts of each
+    such chain are kept. A spell of the machine during one count's moves is then not priced
+    as that count's cost: results/vm-2c-zen3/profile_s67.json measured 3.52 at 8 ranks where
+    6 and 10 measured 1.55 and 1.38, and priced the moves of that stop's 63 runs at 8 ranks
+    2-3x what they took (1.55 instead: its planner sweep's runs 17.7% off, 7 over 30%, against
+    21.0% and 23; results/vm-2c-amx/profile_s61.json's 2.97 at 6: 6.4% and 2 against 7.9% and
+    8, replayed with scripts/replan.py)."""
     at = dict(zip(counts, levels, strict=True))
     out = []
     for g, level in zip(counts, levels, strict=True):
