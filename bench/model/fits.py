@@ -121,7 +121,7 @@ def steady_levels(counts: list, levels: list, cores: int) -> list:
     for g, level in zip(counts, levels, strict=True):
         below, above = at.get(g - cores), at.get(g + cores)
         near = level if below is None or above is None else sorted((below, level, above))[1]
-        out.append(near if max(level / near, near / level) > SPELL else level)
+        out.append(near if max(level, near) > SPELL * min(level, near) else level)
     return out
 
 

@@ -258,10 +258,10 @@ class Profile:
         time-slice every rank's part: the costs grow with g / cores (fits.sharing_scale) up
         to the largest count measured, and as g past it (squared, 8192 ranks on 16 cores
         priced a move's start 262 144 units), from one fit over every count measured there at
-        each count's own level (fits.sharing_levels; a spell's steadied, fits.steady_levels);
-        with none measured there, the largest
-        count's times g / cores (else a `-n 2` profile priced B copied to 4 ranks at 19 ms
-        where it took 91-126, and the planner sent B to all 8192 ranks)."""
+        each count's own level (fits.sharing_levels; one measured in a spell at its
+        neighbour's, fits.steady_levels); with none measured there, the largest count's times
+        g / cores (else a `-n 2` profile priced B copied to 4 ranks at 19 ms where it took
+        91-126, and the planner sent B to all 8192 ranks)."""
         measured = [c for c in self.counts if "alltoallv" in c]
         if not measured:
             return None
