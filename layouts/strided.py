@@ -115,6 +115,16 @@ class IndexCopy:
                 np.ndarray(shape, dt, values, offset, packed),
             )
 
+    def fill(self, flat: np.ndarray, value) -> None:
+        """``flat[index] = value`` (``flat`` 1-D and writeable): a strided view per piece."""
+        if self.pieces is None or not self._plain(flat, flat):
+            flat[self.index] = value
+            return
+        size = flat.itemsize
+        for p in self.pieces:
+            strides = [x * size for x in p.strides]
+            np.ndarray(p.shape, flat.dtype, flat, p.start * size, strides).fill(value)
+
     def _copies(self, flat: np.ndarray, packed: np.ndarray) -> list | None:
         """The strided copies between ``flat`` and the ``packed`` buffer (:meth:`_in_bytes`),
         or None: index element by element (no structure found, or arrays they do not fit)."""

@@ -106,6 +106,27 @@ def test_every_pair_is_exact_and_counted(shape):
 
 
 @pytest.mark.mpi
+def test_a_reused_block_gets_its_padding_zeroed():
+    """Into the block it returned before, which its user may have written everywhere, padding
+    included, a transfer writes every element and zeroes only the positions that receive
+    nothing (Transfer.padding)."""
+    comm = MPI.COMM_WORLD
+    me = comm.Get_rank()
+    lays = layouts_for((13, 7), comm.Get_size())
+    failures = []
+    for (sn, (s, sm)), (dn, (d, dm)) in itertools.product(lays.items(), lays.items()):
+        plan = transfer(s, sm, d, dm, comm)
+        for seed in (SEED, SEED + 1):
+            out = plan(generate_block(s, sm.coords(me), seed), comm, True)
+            if not np.array_equal(out, generate_block(d, dm.coords(me), seed)):
+                failures.append(f"rank {me} {sn}->{dn} seed {seed}: wrong values")
+            out.fill(np.nan)
+        if plan.padded != (plan.padding.size > 0):
+            failures.append(f"rank {me} {sn}->{dn}: padded={plan.padded}, padding size differs")
+    assert _failures(comm, failures) == []
+
+
+@pytest.mark.mpi
 def test_relabelled_transfers_are_exact():
     comm = MPI.COMM_WORLD
     me, P = comm.Get_rank(), comm.Get_size()
