@@ -20,11 +20,15 @@ barrier to barrier as a run's phases are:
   costs across nodes, and on one node with DISTMM_DIRECT=0);
 - ``alltoall_whole``: MPI_Alltoall in which every rank receives as many elements as the
   busiest rank's destination blocks hold (what it receives and what it keeps), spread evenly
-  over all the ranks, itself included: an all-to-all writing the same elements as the move.
+  over all the ranks, itself included: an all-to-all writing the same elements as the move;
+- ``contiguous`` (direct moves only): the move's own copies, as many elements to each peer and
+  kept, made as one contiguous run each into the same peers' blocks between the same fences:
+  what the move would take were every piece one run (its access pattern's cost, apart).
 It prints, per move, ``throughput`` = alltoall / redistribution (>= 0.8 wanted; above 1 the
 move beat the uniform all-to-all of its peak volume), ``vs_alltoallv`` = alltoallv /
-redistribution, ``packed_throughput`` = alltoall / packed and ``whole_throughput`` =
-alltoall_whole / redistribution, with medians overall and by P.
+redistribution, ``packed_throughput`` = alltoall / packed, ``whole_throughput`` =
+alltoall_whole / redistribution and ``pattern`` = contiguous / redistribution, with medians
+overall and by P.
 scripts/end_to_end.py sets the same moves against the model's price instead.
 
 On one node MPICH 5 moves a large message in a single copy (cross-memory attach, on by default
@@ -38,11 +42,18 @@ P = 4, which keep about as many elements as they send, ran at 0.85-1.16 of that 
 in at 0.45 of the all-to-all of its peak volume and 1.01 of that one): there the kept part is
 the whole gap. Over every move at P = 4-16, from ``cols`` 0.54 and 0.67, from
 ``block-cyclic:64`` 0.51 and 0.51: from ``cols`` it explains about a quarter of the gap, from
-``block-cyclic:64`` none of it.
+``block-cyclic:64`` none of it. What does is ``pattern``: on results/vm-2c-zen3 (stop 69) the
+same copies made contiguous took a median 0.58 of the move's time, and the all-to-all 1.23x
+that (block-cyclic:64 1.23-1.41 by P, cols 0.80-1.28): written into the peers' blocks as one
+run each, the moves would beat MPI's all-to-all. Their pieces are 256-byte tile rows from
+``block-cyclic:64`` and rows of a block from ``cols``, and one process on that VM wrote 9 MiB
+of 256-byte pieces, every fourth of a row, in 1.65 ms, where it copied them contiguously in
+0.45: a move must place every piece once, however it is made.
 """
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -104,11 +115,37 @@ def mpi_ops(comm, move):
     return ops, peak
 
 
+def contiguous_twin(fast, sources, comm):
+    """A callable making ``fast``'s (a layouts.direct.Direct) copies as contiguous runs of the
+    same sizes: to each peer its elements into a stretch of the peer's block (each sender's own
+    stretch where they fit), and the kept ones into this rank's, between the same fences."""
+    me, P = comm.Get_rank(), comm.Get_size()
+    sources = (sources,) if fast.single else tuple(sources)
+    copies = []
+    for part, block, out, pushes in zip(fast.parts, sources, fast.mine, fast.pushes, strict=True):
+        flat, at = block.reshape(-1), 0
+        for target, src, _ in pushes:
+            to = min(me * (target.size // P), target.size - src.size)
+            at = at if at + src.size <= flat.size else 0  # an element may go to several peers
+            copies.append((target[to : to + src.size], flat[at : at + src.size]))
+            at += src.size
+        kept = part.keep_from.size
+        copies.append((out.reshape(-1)[:kept], flat[flat.size - kept :]))
+
+    def run():
+        fast._fence(comm)
+        for to, of in copies:
+            np.copyto(to, of)
+        fast._fence(comm)
+
+    return run
+
+
 def worker(args) -> None:
     from mpi4py import MPI
 
     from layouts.batch import Batch
-    from layouts.direct import direct, release
+    from layouts.direct import Direct, direct, release
     from layouts.transfer import transfer
 
     world = MPI.COMM_WORLD
@@ -143,8 +180,11 @@ def worker(args) -> None:
                     run = lambda t=move, b=source, c=c: t(b, c, True)  # noqa: E731
                     (uniform, exact, whole), peak = mpi_ops(c, move)
                     kinds = ("redistribution", "alltoall", "alltoallv", "packed", "alltoall_whole")
-                    times = {k: [] for k in kinds}
                     ops = (quick, uniform, exact, run, whole)
+                    if isinstance(fast, Direct):
+                        kinds += ("contiguous",)
+                        ops += (contiguous_twin(fast, source, c),)
+                    times = {k: [] for k in kinds}
                     for _ in range(3):  # interleaved, so a slow minute hits all of them
                         for key, op in zip(times, ops, strict=True):
                             times[key].append(lap(c, op, args.repeat))
@@ -163,6 +203,7 @@ def worker(args) -> None:
                             "vs_alltoallv": t["alltoallv"] / t["redistribution"],
                             "packed_throughput": t["alltoall"] / t["packed"],
                             "whole_throughput": t["alltoall_whole"] / t["redistribution"],
+                            "pattern": t.get("contiguous", math.nan) / t["redistribution"],
                         }
                     )
                     release(fast)
@@ -207,8 +248,10 @@ def main() -> None:
         print(table.round(3).to_string(index=False))
     moving = table[table["peak_MiB"] > 0]  # a move that keeps everything is a local copy
     print(f"\n{len(table) - len(moving)} moves only copy locally: left out below")
-    for col in ("throughput", "vs_alltoallv", "packed_throughput", "whole_throughput"):
-        v = moving[col]
+    for col in ("throughput", "vs_alltoallv", "packed_throughput", "whole_throughput", "pattern"):
+        v = moving[col].dropna()
+        if v.empty:
+            continue
         print(
             f"\n{col}: median {v.median():.2f}, min {v.min():.2f}, >= 0.8 in "
             f"{int((v >= 0.8).sum())}/{len(v)}; median by P and phase:"
