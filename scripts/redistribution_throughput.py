@@ -43,12 +43,13 @@ in at 0.45 of the all-to-all of its peak volume and 1.01 of that one): there the
 the whole gap. Over every move at P = 4-16, from ``cols`` 0.54 and 0.67, from
 ``block-cyclic:64`` 0.51 and 0.51: from ``cols`` it explains about a quarter of the gap, from
 ``block-cyclic:64`` none of it. What does is ``pattern``: on results/vm-2c-zen3 (stop 69) the
-same copies made contiguous took a median 0.58 of the move's time, and the all-to-all 1.23x
-that (block-cyclic:64 1.23-1.41 by P, cols 0.80-1.28): written into the peers' blocks as one
+same copies made contiguous took a median 0.59 of the move's time, and the all-to-all 1.21x
+that (block-cyclic:64 1.24-1.37 by P, cols 0.97-1.23): written into the peers' blocks as one
 run each, the moves would beat MPI's all-to-all. Their pieces are 256-byte tile rows from
-``block-cyclic:64`` and rows of a block from ``cols``, and one process on that VM wrote 9 MiB
-of 256-byte pieces, every fourth of a row, in 1.65 ms, where it copied them contiguously in
-0.45: a move must place every piece once, however it is made.
+``block-cyclic:64`` (shorter where a block's edge cuts a tile) and rows of a block from
+``cols``; scripts/copy_pattern.py on that VM, one process: 9 MiB as 256-byte pieces, one of
+every four in a row, written into place in 1.83 ms and read from it in 2.21, where one run took
+1.00. A move places every piece once, however it is made.
 """
 
 import argparse

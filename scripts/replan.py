@@ -2,7 +2,7 @@
 what a change to the model or the calibration would have made of runs already measured.
 
     .venv/bin/python scripts/replan.py --records plan_block.jsonl [more.jsonl ...]
-        --profile profile.json [--layouts block] [--judge-rounds K]
+        --profile profile.json [--layouts block] [--judge-rounds K] [--debiased]
 
 The records are ``scripts/plan_accuracy.py --records``'s JSON lines: each case's candidates
 as they were run, with their measured timings (on a mesh, or on a cluster emulated with
@@ -14,7 +14,9 @@ runs' median |pred/meas - 1|, each algorithm's median pred/meas and the moves' i
 recommendation was not among those measured is counted apart (the records cannot say). With
 --judge-rounds K the first choices are also judged on every K of the rounds alone (their
 median): how far the score moves with the rounds measured, e.g. K = 3 on a sweep of 5 rounds
-for what the usual 3 could have made of it.
+for what the usual 3 could have made of it. With --debiased they are judged once more with
+each (algorithm, P)'s median pred/meas over the records divided out of its prices, fitted in
+sample: the most a per-algorithm correction of the model could score on these runs.
 """
 
 import argparse
@@ -41,6 +43,11 @@ def main() -> int:
     ap.add_argument("--profile", required=True)
     ap.add_argument("--layouts", default="block", help="the layouts the runs started from")
     ap.add_argument("--judge-rounds", type=int, help="also judge on every K of the rounds")
+    ap.add_argument(
+        "--debiased",
+        action="store_true",
+        help="also judge with each (algorithm, P)'s median pred/meas divided out (in sample)",
+    )
     args = ap.parse_args()
     profile = Profile.load(args.profile)
     cases: dict[str, list[dict]] = {}
@@ -51,6 +58,7 @@ def main() -> int:
     hits = within = unmeasured = 0
     agree = [0, 0, 0]
     judged = []  # per case: (first choice now, {candidate: its rounds' seconds})
+    priced_now = []  # per case: (P, {candidate: (algorithm, seconds now, seconds measured)})
     ratios: dict[str, list[float]] = {}
     moves: dict[str, list[float]] = {"in": [], "out": []}  # pred/meas of each phase of moves
     print(f"{'case':<22}{'first choice now':<34}{'measured fastest':<34}{'first/fastest':>14}")
@@ -86,6 +94,8 @@ def main() -> int:
                         moves[side].append(pred / statistics.median(took))
         first = min(now, key=now.get)
         judged.append((first, rounds))
+        algos = {run["candidate"]: run["argv"][1] for run in runs}
+        priced_now.append((P, {k: (algos[k], now[k], measured[k]) for k in now}))
         fastest = min(measured, key=measured.get)
         ratio = measured[first] / measured[fastest]
         hits += first == fastest
@@ -112,6 +122,8 @@ def main() -> int:
     print(repeatability_text(*agree))
     if args.judge_rounds:
         print(_judged_on_subsets(judged, args.judge_rounds))
+    if args.debiased:
+        print(_debiased(priced_now))
     return 0
 
 
@@ -120,6 +132,28 @@ def _machine(argv: list[str]) -> tuple[str, str | None]:
     None), so that runs on an emulated cluster are priced as such."""
     named = dict(zip(argv, argv[1:], strict=False))
     return named.get("--topology", "mesh"), named.get("--emulate-links")
+
+
+def _debiased(priced_now: list) -> str:
+    """The first choices with each (algorithm, P)'s median pred/meas over these records divided
+    out of its prices: fitted to the very runs it is judged on, the most that correcting the
+    model's bias per algorithm and rank count could buy; what is left is the runs' noise."""
+    ratios: dict[tuple, list[float]] = {}
+    for P, cands in priced_now:
+        for algo, pred, meas in cands.values():
+            ratios.setdefault((algo, P), []).append(pred / meas)
+    bias = {k: statistics.median(v) for k, v in ratios.items()}
+    fastest = near = 0
+    for P, cands in priced_now:
+        first = min(cands, key=lambda c: cands[c][1] / bias[(cands[c][0], P)])
+        best = min(c[2] for c in cands.values())
+        fastest += cands[first][2] <= best
+        near += cands[first][2] <= 1.10 * best
+    n = len(priced_now)
+    return (
+        f"with each (algorithm, P)'s median pred/meas divided out (in sample): fastest in "
+        f"{fastest} ({100 * fastest / n:.0f}%), within 10% in {near} ({100 * near / n:.0f}%)"
+    )
 
 
 def _judged_on_subsets(judged: list, k: int) -> str:

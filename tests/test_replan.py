@@ -216,3 +216,39 @@ def test_a_slow_spell_in_calibrate_is_not_priced_at_its_count():
     runs = next(ln for ln in out.splitlines() if ln.startswith("runs 96: "))
     assert _median_error(out) < 19.0 and int(runs.split("%, ")[1].split()[0]) <= 10, runs
     assert "cases 32: " in out and _hits(out)[1] >= 31, out
+
+
+def test_the_moves_hold_on_the_avx2_amd_vm_with_only_the_padding_zeroed():
+    """Stop 69: a move into a block used before zeroed the whole block wherever the block has
+    padding (at 9 ranks, the 3 x 3 grid's last row and column of 8192 x 1024 and 1024 x 512),
+    a pass the model never priced, and the other ranks waited for it: the end-to-end runs at
+    9 ranks took 1.4x their price (end_to_end_s69_9_before.csv, 29.8% off). Zeroing the
+    padding alone (layouts.transfer.Transfer.padding), the 96 runs of end_to_end_s69.csv at
+    4-16 ranks are 13.2% off under stop 68's calibration, those at 9 ranks 0.86x."""
+    vm = ROOT / "results" / "vm-2c-zen3"
+    out, error = _replay_moves(vm, "end_to_end_s69.csv", "profile_s68.json")
+    assert error < 15.0, out
+    assert _replay_moves(vm, "end_to_end_s69_9_after.csv", "profile_s68.json")[1] < 20.0
+
+
+def test_the_planner_from_block_on_the_avx2_amd_vm_at_stop_69():
+    """Issue 12's planner sweep of stop 69 (32 cases at 4-16 ranks from block layouts, 5
+    rounds, a fresh calibration): the first choice measured fastest in 23 and within 10% in
+    30, the 96 runs a median 7.9% off, none over 30%. With each (algorithm, P)'s median
+    pred/meas divided out of the prices, fitted to these very runs (--debiased), 24 and 31:
+    the model's remaining bias per algorithm is worth one case here."""
+    vm = ROOT / "results" / "vm-2c-zen3"
+    r = script(
+        "replan.py",
+        "--records",
+        str(vm / "plan_block_s69.jsonl"),
+        "--profile",
+        str(vm / "profile_s69.json"),
+        "--debiased",
+    )
+    assert r.returncode == 0, r.stderr
+    fastest, within = _hits(r.stdout)
+    assert fastest >= 22 and within >= 29, r.stdout
+    assert "runs 96:" in r.stdout and _median_error(r.stdout) < 9.0
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("with each"))
+    assert int(line.split("fastest in ")[1].split()[0]) >= fastest, line
