@@ -48,8 +48,9 @@ that (block-cyclic:64 1.24-1.37 by P, cols 0.97-1.23): written into the peers' b
 run each, the moves would beat MPI's all-to-all. Their pieces are 256-byte tile rows from
 ``block-cyclic:64`` (shorter where a block's edge cuts a tile) and rows of a block from
 ``cols``; scripts/copy_pattern.py on that VM, one process: 9 MiB as 256-byte pieces, one of
-every four in a row, written into place in 1.83 ms and read from it in 2.21, where one run took
-1.00. A move places every piece once, however it is made.
+every four in a row, written into place in 0.71 ms and read from it in 0.91, where one run took
+0.52 (in a run before, 1.83 and 2.21 against 1.00). A move places every piece once, however it
+is made.
 """
 
 import argparse
