@@ -100,8 +100,10 @@ class Transfer:
             return out, out.reshape(-1), block.reshape(-1)
         if (out := self._buffers.get(("out", block.dtype.str))) is None:
             out = self._buffers[("out", block.dtype.str)] = np.empty(self.dst_shape, block.dtype)
-        if self.padded:  # zeros where whoever used the block may have written (worked out the
-            self.padding.fill(out.reshape(-1), 0)  # first time: a run's warm-up, not timed)
+        # zeros where whoever used the block may have written (the padding is worked out on
+        # the first reuse, a run's warm-up, not in a timed repetition)
+        if self.padded:
+            self.padding.fill(out.reshape(-1), 0)
         return out, out.reshape(-1), block.reshape(-1)
 
     def keeps_as_is(self, block: np.ndarray) -> bool:
