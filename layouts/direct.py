@@ -60,8 +60,7 @@ class Direct:
                     f"block of {block.dtype} {block.shape}: the move is of {out.dtype} "
                     f"{part.src_shape}"
                 )
-            if part.padded:  # zeros where whoever used the block may have written
-                part.padding.fill(out.reshape(-1), 0)
+            part.clear_padding(out.reshape(-1))
         self._fence(comm)  # every peer's block is free to be written
         for part, block, out, pushes in zip(
             self.parts, blocks, self.mine, self.pushes, strict=True

@@ -100,10 +100,7 @@ class Transfer:
             return out, out.reshape(-1), block.reshape(-1)
         if (out := self._buffers.get(("out", block.dtype.str))) is None:
             out = self._buffers[("out", block.dtype.str)] = np.empty(self.dst_shape, block.dtype)
-        # zeros where whoever used the block may have written (the padding is worked out on
-        # the first reuse, a run's warm-up, not in a timed repetition)
-        if self.padded:
-            self.padding.fill(out.reshape(-1), 0)
+        self.clear_padding(out.reshape(-1))  # on the first reuse too: a run's warm-up
         return out, out.reshape(-1), block.reshape(-1)
 
     def keeps_as_is(self, block: np.ndarray) -> bool:
@@ -139,6 +136,12 @@ class Transfer:
         gap_to = np.concatenate([starts[order], [math.prod(self.dst_shape)]])
         gaps = gap_to > gap_from
         return IndexCopy.of_runs(gap_from[gaps], (gap_to - gap_from)[gaps], self.dst_shape[-1])
+
+    def clear_padding(self, whole: np.ndarray) -> None:
+        """Zero the padding of the flat destination block ``whole`` (used before: whoever used
+        it may have written there); :attr:`padding` is worked out at the first call."""
+        if self.padded:
+            self.padding.fill(whole, 0)
 
     def keep(self, flat: np.ndarray, whole: np.ndarray) -> None:
         """Copy the kept elements of the source ``flat`` into the destination ``whole``."""
