@@ -205,7 +205,7 @@ def sliced_collectives(comm, quick: bool) -> dict[str, list[list[float]]]:
     that reaches a collective waits for partners the scheduler has given a GEMM to, which
     collectives timed back to back (all ranks in MPI, yielding to each other) do not show:
     those priced runs' communication at a fifth of what it took."""
-    lap, alone = _gemm_lap(comm, quick)
+    lap, alone = gemm_lap(comm, quick)
     # the barrier every run closes a repetition with (bench/runner.py), as the model prices it
     out: dict[str, list] = {"barrier": [[0, max(lap(lambda _: comm.Barrier()) - alone, 0.0)]]}
     for n in SLICED_COLL_SIZES[1:] if quick else SLICED_COLL_SIZES:
@@ -236,7 +236,7 @@ def grid_collectives(comm, quick: bool) -> dict:
         return {}
     me = comm.Get_rank()
     rows, cols = comm.Split(me // q, me), comm.Split(me % q, me)
-    lap, alone = _gemm_lap(comm, quick)
+    lap, alone = gemm_lap(comm, quick)
     out: dict[str, list] = {}
     try:
         for n in SLICED_COLL_SIZES[1:] if quick else SLICED_COLL_SIZES:
@@ -256,13 +256,13 @@ def grid_collectives(comm, quick: bool) -> dict:
     return {"grid": [p, q], "grid_collectives": out}
 
 
-def _gemm_lap(comm, quick: bool) -> tuple:
+def gemm_lap(comm, quick: bool, gemm: int = SLICED_GEMM) -> tuple:
     """(lap, its time alone): lap(op=None) is the seconds per step, barrier to barrier, of a
-    loop in which every rank of ``comm`` does a SLICED_GEMM^3 GEMM and then ``op(step)``, as
-    a run's steps do; alone, the median of three laps without ``op`` (after one warm-up)."""
+    loop in which every rank of ``comm`` does a ``gemm``^3 GEMM and then ``op(step)``, as a
+    run's steps do; alone, the median of three laps without ``op`` (after one warm-up)."""
     from algorithms.local_gemm import gemm_rows
 
-    x = np.ones((SLICED_GEMM, SLICED_GEMM), np.float32)
+    x = np.ones((gemm, gemm), np.float32)
     c, tmp = np.zeros_like(x), np.zeros_like(x)
     reps = 2 if quick else 4
 
