@@ -161,6 +161,9 @@ def test_a_sweep_stopped_mid_run_ends_its_job_and_leaves_nothing_behind(tmp_path
         cwd=tmp_path,
         stderr=subprocess.PIPE,
         text=True,
+        # a Ctrl-C reaches it even where the suite runs as a background job, whose shell
+        # starts it (and so every child) with SIGINT ignored, as POSIX has it
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     time.sleep(3)  # the job has started: the sweep waits in launch()
     sweep.send_signal(sig)
