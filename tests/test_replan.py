@@ -252,3 +252,16 @@ def test_the_planner_from_block_on_the_avx2_amd_vm_at_stop_69():
     assert "runs 96:" in r.stdout and _median_error(r.stdout) < 9.0
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("with each"))
     assert int(line.split("fastest in ")[1].split()[0]) >= fastest, line
+
+
+def test_the_same_plans_measured_twice_on_the_avx2_amd_vm():
+    """Stop 69's two planner sweeps run again hours later with the same profile and code
+    (results/vm-2c-zen3, plan_*_s70): the same plans, but 6 of the emulated cluster's 32
+    verdicts and 3 of the mesh's changed with the measurement alone (25 -> 23 and 23 -> 24
+    fastest, 31 within 10% in both). The model as the code has it still scores them so."""
+    vm = ROOT / "results" / "vm-2c-zen3"
+    for records, least in (("plan_emu_s70.jsonl", 22), ("plan_block_s70.jsonl", 23)):
+        out = _replan("profile_s69.json", vm, (records,))
+        fastest, within = _hits(out)
+        assert fastest >= least and within >= 30, (records, out)
+        assert "runs 96:" in out and _median_error(out) < 9.0, out
