@@ -240,20 +240,28 @@ def grid_collectives(comm, quick: bool) -> dict:
     out: dict[str, list] = {}
     try:
         for n in SLICED_COLL_SIZES[1:] if quick else SLICED_COLL_SIZES:
-            nbytes, on_rows = collective_ops(rows, n, rooted=True)
-            _, on_cols = collective_ops(cols, nbytes, rooted=True)
+            nbytes, ops = grid_ops(rows, cols, n)
             for kind in GRID_KINDS:
-
-                def both(step: int, row=on_rows[kind], col=on_cols[kind]) -> None:
-                    row(step)
-                    col(step)
-
-                both(0)  # warm-up
-                out.setdefault(kind, []).append([nbytes, max(lap(both) - alone, 0.0)])
+                ops[kind](0)  # warm-up
+                out.setdefault(kind, []).append([nbytes, max(lap(ops[kind]) - alone, 0.0)])
     finally:
         rows.Free()
         cols.Free()
     return {"grid": [p, q], "grid_collectives": out}
+
+
+def grid_ops(rows, cols, n: int) -> tuple[int, dict]:
+    """(bytes as on the whole communicator, {kind: op(step)}): each collective of
+    bench.calibration.collective_ops of about ``n`` bytes on this rank's row communicator
+    ``rows`` and then on its column ``cols``, a broadcast's root moving with the step."""
+    nbytes, on_rows = collective_ops(rows, n, rooted=True)
+    _, on_cols = collective_ops(cols, nbytes, rooted=True)
+    return nbytes, {k: partial(_both, row=on_rows[k], col=on_cols[k]) for k in on_rows}
+
+
+def _both(step: int, row, col) -> None:
+    row(step)
+    col(step)
 
 
 def gemm_lap(comm, quick: bool, gemm: int = SLICED_GEMM) -> tuple:

@@ -21,8 +21,9 @@ import sys
 
 from mpi4py import MPI
 
+from algorithms.events import COMM_KINDS
 from bench.calibration import collective_ops
-from bench.calibration_counts import gemm_lap
+from bench.calibration_counts import gemm_lap, grid_ops
 from bench.metadata import cores
 from layouts.named import grid
 
@@ -35,18 +36,17 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--gemms", type=sizes, default=[96, 128, 192, 256, 384, 512])
     p.add_argument("--sizes", type=sizes, default=[4096, 65536, 262144, 2097152])
-    p.add_argument("--kinds", default="shift,bcast", help="of bench.calibration.collective_ops")
+    p.add_argument("--kinds", default="shift,bcast", help="of algorithms.events.COMM_KINDS")
     p.add_argument("--laps", type=int, default=5, help="pairs of laps, with and without")
     args = p.parse_args()
     world = MPI.COMM_WORLD
     g, me = world.Get_size(), world.Get_rank()
     kinds = args.kinds.split(",")
-    known = collective_ops(world, 4096)[1]
-    if g < 2 or any(k not in known for k in kinds) or args.laps < 1:
+    if g < 2 or any(k not in COMM_KINDS for k in kinds) or args.laps < 1:
         if me == 0:
             print(
                 f"collective_skew: needs 2 ranks or more, --laps >= 1 and --kinds among "
-                f"{', '.join(known)} (got {g} ranks, --kinds {args.kinds})",
+                f"{', '.join(COMM_KINDS)} (got {g} ranks, --kinds {args.kinds})",
                 file=sys.stderr,
             )
         return 2
@@ -65,11 +65,7 @@ def main() -> int:
             nbytes, on_all = collective_ops(world, size, rooted=True)
             places = {"all": on_all}
             if rows is not None:
-                _, on_rows = collective_ops(rows, size, rooted=True)
-                _, on_cols = collective_ops(cols, nbytes, rooted=True)
-                places["grid"] = {
-                    k: (lambda step, r=on_rows[k], c=on_cols[k]: (r(step), c(step))) for k in kinds
-                }
+                places["grid"] = grid_ops(rows, cols, size)[1]  # as calibrate times them
             for kind in kinds:
                 for where, ops in sorted(places.items(), reverse=True):
                     op = ops[kind]
