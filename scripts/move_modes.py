@@ -1,0 +1,80 @@
+"""Whether a run's moves take one time or two, job by job: the same `distmm run` from the user's
+layouts launched again and again, each job's phases printed.
+
+    .venv/bin/python scripts/move_modes.py [--ranks 4] [--algo tesseract] [--grid 1,1,4]
+        [--shape 1024,1024,1024] [--layouts block] [--jobs 12] [--repeat 3] [--pause 2]
+
+With more ranks than cores a move's fences (layouts/direct.py: two barriers) wait by polling and
+yielding the core, and in some jobs, then in every repetition of them, each barrier takes a few
+milliseconds where it takes 0.1-1 in the others: the scheduler goes on running the yielding rank
+(results/vm-2c-zen3, stop 71: tesseract 1x1x4 from block on 1024^3 at 4 ranks on 2 cores,
+moves in and out 7.7-8.4 and 5.1-5.7 ms in 2-3 jobs of 10, 1.9-3.4 and 0.6-1.0 ms in the
+others, the GEMMs alike). A sweep's median over a few jobs can land in either mode. Each job's
+median redistribute_in / multiply / redistribute_out is printed, then per phase the median over
+the jobs and the jobs that took over --slow times it. --pause seconds pass before each job (a
+job after an idle spell was slow more often).
+"""
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.launch import Launcher, run_argv  # noqa: E402
+
+PHASES = ("redistribute_in", "multiply", "redistribute_out")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--ranks", type=int, default=4)
+    p.add_argument("--algo", default="tesseract")
+    p.add_argument("--grid", default="1,1,4")
+    p.add_argument("--shape", default="1024,1024,1024")
+    p.add_argument("--layouts", default="block")
+    p.add_argument("--jobs", type=int, default=12)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--pause", type=float, default=2.0)
+    p.add_argument("--slow", type=float, default=2.0, help="a job this many times the median")
+    args = p.parse_args()
+    if args.jobs < 1 or args.ranks < 1 or args.slow <= 1:
+        print("move_modes: --jobs and --ranks must be at least 1, --slow above 1", file=sys.stderr)
+        return 2
+    shape = [int(x) for x in args.shape.split(",")]
+    argv = run_argv(
+        args.algo,
+        shape,
+        {"grid": args.grid},
+        layouts=args.layouts,
+        repeat=args.repeat,
+        as_json=True,
+    )
+    launcher = Launcher.find()
+    print(f"{args.jobs} jobs of `distmm {' '.join(argv)}` on {args.ranks} ranks")
+    print(f"{'job':>4} " + " ".join(f"{ph + ' [ms]':>22}" for ph in PHASES))
+    seen = {ph: [] for ph in PHASES}
+    for job in range(1, args.jobs + 1):
+        time.sleep(args.pause)
+        record, why = launcher.run_json(args.ranks, argv, 600, cwd=ROOT)
+        if record is None:
+            print(f"move_modes: job {job} failed: {why}", file=sys.stderr)
+            return 1
+        times = [record["phases"][ph]["seconds"] * 1e3 for ph in PHASES]
+        for ph, t in zip(PHASES, times, strict=True):
+            seen[ph].append(t)
+        print(f"{job:>4} " + " ".join(f"{t:>22.2f}" for t in times), flush=True)
+    for ph in PHASES:
+        mid = statistics.median(seen[ph])
+        slow = [j + 1 for j, t in enumerate(seen[ph]) if t > args.slow * mid]
+        print(
+            f"{ph}: median {mid:.2f} ms; over {args.slow:g}x it in {len(slow)} of {args.jobs} "
+            f"jobs" + (f" ({', '.join(map(str, slow))})" if slow else "")
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

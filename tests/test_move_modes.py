@@ -1,0 +1,41 @@
+"""scripts/move_modes.py: the same run from the user's layouts, job after job, phase by phase."""
+
+import os
+import subprocess
+import sys
+
+from launch import SCRIPTS
+
+
+def _modes(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPTS / "move_modes.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=150,
+        env=dict(os.environ, MPIEXEC_TIMEOUT="120"),
+    )
+
+
+def test_move_modes_prints_each_jobs_phases_and_the_slow_ones():
+    done = _modes(
+        *("--ranks", "2", "--grid", "1,1,2", "--shape", "96,64,80"),
+        *("--jobs", "2", "--repeat", "1", "--pause", "0"),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    first, head, *rows = done.stdout.splitlines()
+    assert first.startswith("2 jobs of `distmm run tesseract --shape 96,64,80 --grid 1,1,2")
+    assert first.endswith("on 2 ranks")
+    assert head.split()[:3] == ["job", "redistribute_in", "[ms]"]
+    jobs, summary = rows[:2], rows[2:]
+    assert [r.split()[0] for r in jobs] == ["1", "2"]
+    assert all(float(t) > 0 for r in jobs for t in r.split()[1:])
+    phases = ("redistribute_in", "multiply", "redistribute_out")
+    assert [s.split(":")[0] for s in summary] == list(phases)
+    assert all("of 2 jobs" in s for s in summary)
+
+
+def test_move_modes_refuses_no_jobs_in_one_line():
+    done = _modes("--jobs", "0")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().count("\n") == 0 and "move_modes:" in done.stderr
