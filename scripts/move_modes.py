@@ -7,9 +7,9 @@ layouts launched again and again, each job's phases printed.
 With more ranks than cores a move's fences (layouts/direct.py: two barriers) wait by polling and
 yielding the core, and in some jobs, then in every repetition of them, each barrier takes a few
 milliseconds where it takes 0.1-1 in the others: the scheduler goes on running the yielding rank
-(results/vm-2c-zen3, stop 71: tesseract 1x1x4 from block on 1024^3 at 4 ranks on 2 cores,
-moves in and out 7.7-8.4 and 5.1-5.7 ms in 2-3 jobs of 10, 1.9-3.4 and 0.6-1.0 ms in the
-others, the GEMMs alike). A sweep's median over a few jobs can land in either mode. Each job's
+(results/vm-2c-zen3/move_modes_s71_4.txt: tesseract 1x1x4 from block on 1024^3 at 4 ranks on
+2 cores, moves in and out 8.0-8.4 and 2.9-5.5 ms in 3 jobs of 12, 2.3-2.6 and 0.6-0.9 ms in
+the others, the GEMMs alike). A sweep's median over a few jobs can land in either mode. Each job's
 median redistribute_in / multiply / redistribute_out is printed, then per phase the median over
 the jobs and the jobs that took over --slow times it. --pause seconds pass before each job (a
 job after an idle spell was slow more often).
@@ -24,29 +24,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.launch import Launcher, run_argv  # noqa: E402
+from bench.units import parse_shape, positive  # noqa: E402
 
 PHASES = ("redistribute_in", "multiply", "redistribute_out")
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--ranks", type=int, default=4)
+    p.add_argument("--ranks", type=positive, default=4)
     p.add_argument("--algo", default="tesseract")
     p.add_argument("--grid", default="1,1,4")
-    p.add_argument("--shape", default="1024,1024,1024")
+    p.add_argument("--shape", type=parse_shape, default=(1024, 1024, 1024))
     p.add_argument("--layouts", default="block")
-    p.add_argument("--jobs", type=int, default=12)
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--jobs", type=positive, default=12)
+    p.add_argument("--repeat", type=positive, default=3)
     p.add_argument("--pause", type=float, default=2.0)
     p.add_argument("--slow", type=float, default=2.0, help="a job this many times the median")
     args = p.parse_args()
-    if args.jobs < 1 or args.ranks < 1 or args.slow <= 1:
-        print("move_modes: --jobs and --ranks must be at least 1, --slow above 1", file=sys.stderr)
-        return 2
-    shape = [int(x) for x in args.shape.split(",")]
+    if args.slow <= 1 or args.pause < 0:
+        p.error("--slow must be above 1 and --pause at least 0")
     argv = run_argv(
         args.algo,
-        shape,
+        args.shape,
         {"grid": args.grid},
         layouts=args.layouts,
         repeat=args.repeat,

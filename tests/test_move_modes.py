@@ -35,7 +35,12 @@ def test_move_modes_prints_each_jobs_phases_and_the_slow_ones():
     assert all("of 2 jobs" in s for s in summary)
 
 
-def test_move_modes_refuses_no_jobs_in_one_line():
-    done = _modes("--jobs", "0")
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.strip().count("\n") == 0 and "move_modes:" in done.stderr
+def test_move_modes_refuses_no_jobs_and_a_bad_shape_before_launching_any():
+    for args, says in (
+        (("--jobs", "0"), "argument --jobs: '0' must be at least 1"),
+        (("--shape", "64,64"), "argument --shape: '64,64' needs 3 integers"),
+        (("--slow", "1"), "--slow must be above 1 and --pause at least 0"),
+    ):
+        done = _modes(*args)
+        assert done.returncode == 2 and done.stdout == "", args
+        assert done.stderr.strip().splitlines()[-1].endswith(says), done.stderr
