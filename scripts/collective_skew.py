@@ -25,17 +25,14 @@ from algorithms.events import COMM_KINDS
 from bench.calibration import collective_ops
 from bench.calibration_counts import gemm_lap, grid_ops
 from bench.metadata import cores
+from bench.units import ints
 from layouts.named import grid
-
-
-def sizes(text: str) -> list[int]:
-    return [int(x) for x in text.split(",")]
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--gemms", type=sizes, default=[96, 128, 192, 256, 384, 512])
-    p.add_argument("--sizes", type=sizes, default=[4096, 65536, 262144, 2097152])
+    p.add_argument("--gemms", type=ints(), default=(96, 128, 192, 256, 384, 512))
+    p.add_argument("--sizes", type=ints(), default=(4096, 65536, 262144, 2097152))
     p.add_argument("--kinds", default="shift,bcast", help="of algorithms.events.COMM_KINDS")
     p.add_argument("--laps", type=int, default=5, help="pairs of laps, with and without")
     args = p.parse_args()
