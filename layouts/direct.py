@@ -8,7 +8,8 @@ of MPI-3 shared memory (``MPI_Win_allocate_shared``) and each rank writes the el
 straight into its peers' blocks by the same strided copies that pack them: one pass, like the
 kept part's copy. Where in a peer's block each element lands is exchanged once, when the move
 is set up (the runs of positions each receiver lists for each sender: layouts/runs.py), so a
-repetition exchanges no metadata.
+repetition exchanges no metadata. Two fences bracket the writes: MPI's barrier, or where the
+ranks outnumber the cores a barrier whose waiting ranks sleep (:class:`SemaphoreFence`).
 
 Only where every rank of the communicator shares one node's memory, with room for the blocks in
 its /dev/shm, and the blocks are reused (the end-to-end pipeline and calibrate: a returned block
@@ -18,8 +19,11 @@ is overwritten by the next call); elsewhere the Transfer (or Batch) runs its ``A
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +33,77 @@ from .transfer import Transfer
 
 ALIGN = 64  # bytes: each destination block starts on a cache line of the window
 SHM = "/dev/shm"
+SEM_BYTES = 64  # room for one POSIX semaphore (glibc's sem_t: 32 bytes), a cache line each
+
+
+class SemaphoreFence:
+    """A barrier of one node's ranks on three process-shared POSIX semaphores held in the
+    window: the ranks post their arrival to rank 0, which, once all have, releases them through
+    one of two semaphores taken in turn (a rank that is through cannot take a release meant
+    for a rank still waiting). A waiting rank sleeps in the kernel and is woken by the post it
+    waits for. With more ranks than cores that leaves its core to the ranks still copying,
+    where MPI's barrier polls and yields: under Linux's EEVDF scheduler, in some jobs a yielding
+    rank goes on running and each barrier takes milliseconds (results/vm-2c-zen3, stop 71)."""
+
+    def __init__(self, libc, address: int, me: int, size: int):
+        self.libc, self.me, self.size = libc, me, size
+        self.arrived, *self.released = (ctypes.c_void_p(address + i * SEM_BYTES) for i in range(3))
+        self.turn = 0
+
+    @classmethod
+    def of(cls, win, comm):
+        """The fence in the SEM_BYTES * 3 bytes at the end of rank 0's part of ``win`` (which
+        holds them), initialised there, where the node's ranks outnumber the cores they may
+        run on (``DISTMM_FENCE=sem``: always; ``mpi``: never) and glibc's semaphores are at
+        hand; else None: MPI's barrier, 4 us against 15 with a core each (2 ranks on our VM).
+        A collective."""
+        from mpi4py import MPI
+
+        libc = _libc()
+        if not comm.allreduce(libc is not None, op=MPI.LAND):
+            return None
+        me, size = comm.Get_rank(), comm.Get_size()
+        cpus = set().union(*comm.allgather(os.sched_getaffinity(0)))
+        wanted = {"sem": True, "mpi": False}.get(os.environ.get("DISTMM_FENCE"), size > len(cpus))
+        if not comm.allreduce(wanted, op=MPI.LAND):
+            return None
+        memory, _ = win.Shared_query(0)
+        address = np.frombuffer(memory, np.uint8).ctypes.data + len(memory) - 3 * SEM_BYTES
+        fence = cls(libc, address, me, size)
+        ok = me != 0 or all(libc.sem_init(s, 1, 0) == 0 for s in (fence.arrived, *fence.released))
+        return fence if comm.allreduce(ok, op=MPI.LAND) else None
+
+    def __call__(self) -> None:
+        release = self.released[self.turn]
+        self.turn ^= 1
+        if self.me == 0:
+            for _ in range(self.size - 1):
+                self._wait(self.arrived)
+            for _ in range(self.size - 1):
+                self.libc.sem_post(release)
+        else:
+            self.libc.sem_post(self.arrived)
+            self._wait(release)
+
+    def _wait(self, sem) -> None:
+        while self.libc.sem_wait(sem) != 0:  # EINTR: a signal woke it
+            if ctypes.get_errno() != errno.EINTR:
+                raise OSError(ctypes.get_errno(), "sem_wait")
+
+
+def _libc():
+    """The C library, where it has process-shared semaphores (glibc on Linux), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.sem_init, libc.sem_wait, libc.sem_post  # noqa: B018
+    except (OSError, AttributeError):
+        return None
+    for f in (libc.sem_wait, libc.sem_post):
+        f.argtypes = [ctypes.c_void_p]
+    libc.sem_init.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint]
+    return libc
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,6 +122,7 @@ class Direct:
     recvcounts: np.ndarray
     moving: int
     messages: int
+    fence: SemaphoreFence | None  # None: MPI's barrier
     _buffer: dict = field(default_factory=dict, repr=False)
 
     def __call__(self, blocks, comm, reuse: bool = True):
@@ -73,16 +149,17 @@ class Direct:
         return self.mine[0] if self.single else self.mine
 
     def free(self) -> None:
-        """Release the window (collective); the blocks returned are invalid afterwards."""
+        """Release the window (collective); the blocks returned are invalid afterwards. The
+        fence's semaphores go with it (glibc's sem_destroy does nothing)."""
         self.win.Unlock_all()
         self.win.Free()
 
     def _fence(self, comm) -> None:
-        # MPI's barrier, polling: waiting asleep (Ibarrier tested every 20 us) made a 256 KiB
-        # per rank move 7x slower at 4 ranks on 2 cores and 1.5x at 8, and the 4 MiB one 1.4x
-        # and 1.3x (at 16, 0.96x: within noise)
         self.win.Sync()
-        comm.Barrier()
+        if self.fence is None:
+            comm.Barrier()
+        else:
+            self.fence()
         self.win.Sync()
 
     def _scratch(self, dtype) -> np.ndarray:
@@ -144,7 +221,9 @@ def direct(move, comm, dtype):
     offsets = np.concatenate(([0], np.cumsum([-(-s // ALIGN) * ALIGN for s in sizes])))
     if not comm.allreduce(_room_for(comm.allreduce(int(offsets[-1]))), op=MPI.LAND):
         return move
-    win = MPI.Win.Allocate_shared(int(offsets[-1]), 1, comm=comm)
+    me = comm.Get_rank()
+    extra = 3 * SEM_BYTES if me == 0 else 0
+    win = MPI.Win.Allocate_shared(int(offsets[-1]) + extra, 1, comm=comm)
     win.Lock_all(MPI.MODE_NOCHECK)
     segments = [np.frombuffer(win.Shared_query(r)[0], np.uint8) for r in range(comm.Get_size())]
 
@@ -152,7 +231,6 @@ def direct(move, comm, dtype):
         raw = segments[rank][offsets[i] : offsets[i] + sizes[i]]
         return raw.view(dtype).reshape(parts[i].dst_shape)
 
-    me = comm.Get_rank()
     mine = tuple(block(me, i) for i in range(len(parts)))
     for out in mine:
         out.fill(0)  # touched once here, not in the first timed repetition
@@ -185,6 +263,7 @@ def direct(move, comm, dtype):
         recvcounts=move.recvcounts,
         moving=move.moving,
         messages=move.messages,
+        fence=SemaphoreFence.of(win, comm),
     )
 
 

@@ -8,6 +8,8 @@ at the end, so one failing rank never leaves the others waiting in a collective.
 from __future__ import annotations
 
 import itertools
+import os
+import time
 
 import numpy as np
 import pytest
@@ -16,15 +18,17 @@ from test_redistribute_between_mpi import _failures, layouts_for
 
 from layouts import generate_block
 from layouts.batch import Batch
-from layouts.direct import Direct, _room_for, direct, release
+from layouts.direct import Direct, SemaphoreFence, _room_for, direct, release
 from layouts.transfer import transfer
 
 SEED = 29
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("fence", ["auto", "sem", "mpi"])
 @pytest.mark.parametrize("shape", [(13, 7), (8, 12)])
-def test_direct_moves_equal_the_transfers(shape):
+def test_direct_moves_equal_the_transfers(shape, fence, monkeypatch):
+    monkeypatch.setenv("DISTMM_FENCE", fence)
     comm = MPI.COMM_WORLD
     me, P = comm.Get_rank(), comm.Get_size()
     lays = layouts_for(shape, P)
@@ -65,6 +69,49 @@ def test_a_batch_moves_directly_with_padding_zeroed():
             out.fill(np.nan)  # whoever uses a block may write it, padding included
     if move.messages != batch.messages or not np.array_equal(move.sendcounts, batch.sendcounts):
         failures.append(f"rank {me}: counts differ from the batch's")
+    release(move)
+    assert _failures(comm, failures) == []
+
+
+@pytest.mark.mpi
+def test_the_fence_sleeps_where_the_ranks_outnumber_their_cores(monkeypatch):
+    comm = MPI.COMM_WORLD
+    cpus = set().union(*comm.allgather(sorted(os.sched_getaffinity(0))))
+    lays = layouts_for((8, 8), comm.Get_size())
+    plan = transfer(*lays["rows"], *lays["cols"], comm)
+    for setting, sleeps in (("auto", comm.Get_size() > len(cpus)), ("sem", True), ("mpi", False)):
+        monkeypatch.setenv("DISTMM_FENCE", setting)
+        move = direct(plan, comm, np.float64)
+        if isinstance(move, Direct):
+            assert isinstance(move.fence, SemaphoreFence) == sleeps, setting
+        release(move)
+
+
+@pytest.mark.mpi
+def test_no_rank_passes_the_semaphore_fence_before_every_rank_reached_it(monkeypatch):
+    """Each round every rank writes the round into its slot of a shared window, crosses the
+    fence, reads every slot and crosses it again, arriving in a shuffled order: a rank let
+    through early (or a release taken by the wrong round) reads a stale slot."""
+    monkeypatch.setenv("DISTMM_FENCE", "sem")
+    comm = MPI.COMM_WORLD
+    me, P = comm.Get_rank(), comm.Get_size()
+    lays = layouts_for((8, 8), P)
+    move = direct(transfer(*lays["rows"], *lays["cols"], comm), comm, np.float64)
+    if not isinstance(move, Direct):  # nothing moves at one rank
+        return
+    win = MPI.Win.Allocate_shared(8, 8, comm=comm)
+    slots = [np.frombuffer(win.Shared_query(r)[0], np.int64) for r in range(P)]
+    rng, failures = np.random.default_rng(me), []
+    for round_ in range(1, 201):
+        if rng.random() < 0.3:
+            time.sleep(rng.random() * 1e-4)
+        slots[me][0] = round_
+        move.fence()
+        seen = [int(s[0]) for s in slots]
+        if seen != [round_] * P:
+            failures.append(f"rank {me} round {round_}: slots {seen}")
+        move.fence()
+    win.Free()
     release(move)
     assert _failures(comm, failures) == []
 
