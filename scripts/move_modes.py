@@ -16,6 +16,7 @@ job after an idle spell was slow more often).
 """
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -27,6 +28,15 @@ from bench.launch import Launcher, run_argv  # noqa: E402
 from bench.units import parse_shape, positive  # noqa: E402
 
 PHASES = ("redistribute_in", "multiply", "redistribute_out")
+FENCES = ("auto", "sem", "mpi")  # DISTMM_FENCE (layouts/direct.py)
+
+
+def fences(text: str) -> tuple[str, ...]:
+    """``--fences``: fence kinds, comma-separated."""
+    kinds = tuple(text.split(","))
+    if not set(kinds) <= set(FENCES):
+        raise argparse.ArgumentTypeError(f"{text!r}: each fence is one of {', '.join(FENCES)}")
+    return kinds
 
 
 def main() -> int:
@@ -40,6 +50,12 @@ def main() -> int:
     p.add_argument("--repeat", type=positive, default=3)
     p.add_argument("--pause", type=float, default=2.0)
     p.add_argument("--slow", type=float, default=2.0, help="a job this many times the median")
+    p.add_argument(
+        "--fences",
+        type=fences,
+        default=("auto",),
+        help="the jobs take these DISTMM_FENCE settings in turn (e.g. sem,mpi); default auto",
+    )
     args = p.parse_args()
     if args.slow <= 1 or args.pause < 0:
         p.error("--slow must be above 1 and --pause at least 0")
@@ -53,25 +69,34 @@ def main() -> int:
     )
     launcher = Launcher.find()
     print(f"{args.jobs} jobs of `distmm {' '.join(argv)}` on {args.ranks} ranks")
-    print(f"{'job':>4} " + " ".join(f"{ph + ' [ms]':>22}" for ph in PHASES))
-    seen = {ph: [] for ph in PHASES}
+    print(f"{'job':>4} {'fence':>5} " + " ".join(f"{ph + ' [ms]':>22}" for ph in PHASES))
+    seen = {(f, ph): [] for f in args.fences for ph in PHASES}
+    jobs = {f: [] for f in args.fences}
     for job in range(1, args.jobs + 1):
+        fence = args.fences[(job - 1) % len(args.fences)]
+        os.environ["DISTMM_FENCE"] = fence
         time.sleep(args.pause)
         record, why = launcher.run_json(args.ranks, argv, 600, cwd=ROOT)
         if record is None:
             print(f"move_modes: job {job} failed: {why}", file=sys.stderr)
             return 1
         times = [record["phases"][ph]["seconds"] * 1e3 for ph in PHASES]
+        jobs[fence].append(job)
         for ph, t in zip(PHASES, times, strict=True):
-            seen[ph].append(t)
-        print(f"{job:>4} " + " ".join(f"{t:>22.2f}" for t in times), flush=True)
-    for ph in PHASES:
-        mid = statistics.median(seen[ph])
-        slow = [j + 1 for j, t in enumerate(seen[ph]) if t > args.slow * mid]
-        print(
-            f"{ph}: median {mid:.2f} ms; over {args.slow:g}x it in {len(slow)} of {args.jobs} "
-            f"jobs" + (f" ({', '.join(map(str, slow))})" if slow else "")
-        )
+            seen[fence, ph].append(t)
+        print(f"{job:>4} {fence:>5} " + " ".join(f"{t:>22.2f}" for t in times), flush=True)
+    for fence in args.fences:
+        for ph in PHASES:
+            times = seen[fence, ph]
+            if not times:
+                continue
+            mid = statistics.median(times)
+            slow = [j for j, t in zip(jobs[fence], times, strict=True) if t > args.slow * mid]
+            kind = f"fence {fence}, " if len(args.fences) > 1 else ""
+            print(
+                f"{kind}{ph}: median {mid:.2f} ms; over {args.slow:g}x it in {len(slow)} of "
+                f"{len(times)} jobs" + (f" ({', '.join(map(str, slow))})" if slow else "")
+            )
     return 0
 
 

@@ -26,13 +26,29 @@ def test_move_modes_prints_each_jobs_phases_and_the_slow_ones():
     first, head, *rows = done.stdout.splitlines()
     assert first.startswith("2 jobs of `distmm run tesseract --shape 96,64,80 --grid 1,1,2")
     assert first.endswith("on 2 ranks")
-    assert head.split()[:3] == ["job", "redistribute_in", "[ms]"]
+    assert head.split()[:4] == ["job", "fence", "redistribute_in", "[ms]"]
     jobs, summary = rows[:2], rows[2:]
-    assert [r.split()[0] for r in jobs] == ["1", "2"]
-    assert all(float(t) > 0 for r in jobs for t in r.split()[1:])
+    assert [r.split()[:2] for r in jobs] == [["1", "auto"], ["2", "auto"]]
+    assert all(float(t) > 0 for r in jobs for t in r.split()[2:])
     phases = ("redistribute_in", "multiply", "redistribute_out")
     assert [s.split(":")[0] for s in summary] == list(phases)
     assert all("of 2 jobs" in s for s in summary)
+
+
+def test_move_modes_takes_the_fences_in_turn():
+    done = _modes(
+        *("--ranks", "2", "--grid", "1,1,2", "--shape", "96,64,80", "--fences", "sem,mpi"),
+        *("--jobs", "3", "--repeat", "1", "--pause", "0"),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = done.stdout.splitlines()[2:]
+    assert [r.split()[:2] for r in rows[:3]] == [["1", "sem"], ["2", "mpi"], ["3", "sem"]]
+    summary = rows[3:]
+    assert [s.split(":")[0] for s in summary[:1] + summary[3:4]] == [
+        "fence sem, redistribute_in",
+        "fence mpi, redistribute_in",
+    ]
+    assert "of 2 jobs" in summary[0] and "of 1 jobs" in summary[3]
 
 
 def test_move_modes_refuses_no_jobs_and_a_bad_shape_before_launching_any():
@@ -40,6 +56,7 @@ def test_move_modes_refuses_no_jobs_and_a_bad_shape_before_launching_any():
         (("--jobs", "0"), "argument --jobs: '0' must be at least 1"),
         (("--shape", "64,64"), "argument --shape: '64,64' needs 3 integers"),
         (("--slow", "1"), "--slow must be above 1 and --pause at least 0"),
+        (("--fences", "sem,x"), "'sem,x': each fence is one of auto, sem, mpi"),
     ):
         done = _modes(*args)
         assert done.returncode == 2 and done.stdout == "", args
