@@ -4,15 +4,18 @@ layouts launched again and again, each job's phases printed.
     .venv/bin/python scripts/move_modes.py [--ranks 4] [--algo tesseract] [--grid 1,1,4]
         [--shape 1024,1024,1024] [--layouts block] [--jobs 12] [--repeat 3] [--pause 2]
 
-With more ranks than cores a move's fences (layouts/direct.py: two barriers) wait by polling and
-yielding the core, and in some jobs, then in every repetition of them, each barrier takes a few
-milliseconds where it takes 0.1-1 in the others: the scheduler goes on running the yielding rank
-(results/vm-2c-zen3/move_modes_s71_4.txt: tesseract 1x1x4 from block on 1024^3 at 4 ranks on
-2 cores, moves in and out 8.0-8.4 and 2.9-5.5 ms in 3 jobs of 12, 2.3-2.6 and 0.6-0.9 ms in
-the others, the GEMMs alike). A sweep's median over a few jobs can land in either mode. Each job's
-median redistribute_in / multiply / redistribute_out is printed, then per phase the median over
-the jobs and the jobs that took over --slow times it. --pause seconds pass before each job (a
-job after an idle spell was slow more often).
+With more ranks than cores MPI's barrier waits by polling and yielding the core, and in some
+jobs, then in every repetition of them, each barrier takes a few milliseconds where it takes
+0.1-1 in the others: the scheduler goes on running the yielding rank (results/vm-2c-zen3/
+move_modes_s71_4.txt: tesseract 1x1x4 from block on 1024^3 at 4 ranks on 2 cores, moves in and
+out 8.0-8.4 and 2.9-5.5 ms in 3 jobs of 12, 2.3-2.6 and 0.6-0.9 ms in the others, the GEMMs
+alike). A move's two fences (layouts/direct.py) therefore wait asleep on semaphores there;
+``--fences sem,mpi`` has the jobs take the two kinds in turn (DISTMM_FENCE) and sums up each
+(fences_s72_16.txt: 2x2x4 on 2048^3 at 16 ranks, in / out 11.7 / 4.8 ms and no slow job of 12
+asleep, 27.6 / 13.0 ms and 3-4 slow jobs of 12 polling). Each job's median redistribute_in /
+multiply / redistribute_out is printed, then per phase the median over the jobs and the jobs
+that took over --slow times it. --pause seconds pass before each job (a job after an idle spell
+was slow more often).
 """
 
 import argparse

@@ -36,8 +36,10 @@ since pmodels/mpich#7639), which a move that packs and unpacks cannot match: on 
 the packed moves ran at a median 0.33 of the all-to-all's speed (P = 4-16), 0.79 at P = 4 with
 MPIR_CVAR_CH4_CMA_ENABLE=0 (MPICH's two-copy path, where the all-to-all took 4-8x longer);
 written into shared memory, 0.54 (a move also copies the part it keeps, which no all-to-all
-sends). ``whole_throughput`` sets each move against an all-to-all that writes as many elements
-as it does: on another 2-core VM (results/vm-2c-amx) the moves in and out from ``cols`` at
+sends), and 0.91 at stop 72, with its fences asleep where ranks outnumber cores
+(layouts/direct.py: MPI's barrier, polling, took milliseconds in some jobs).
+``whole_throughput`` sets each move against an all-to-all that writes as many elements as it
+does: on another 2-core VM (results/vm-2c-amx) the moves in and out from ``cols`` at
 P = 4, which keep about as many elements as they send, ran at 0.85-1.16 of that one (summa's
 in at 0.45 of the all-to-all of its peak volume and 1.01 of that one): there the kept part is
 the whole gap. Over every move at P = 4-16, from ``cols`` 0.54 and 0.67, from

@@ -1,10 +1,11 @@
-"""scripts/move_modes.py: the same run from the user's layouts, job after job, phase by phase."""
+"""scripts/move_modes.py: the same run from the user's layouts, job after job, phase by phase; and
+scripts/fence_latency.py: the two fences of a direct move, idle."""
 
 import os
 import subprocess
 import sys
 
-from launch import SCRIPTS
+from launch import SCRIPTS, mpiexec
 
 
 def _modes(*args: str) -> subprocess.CompletedProcess:
@@ -61,3 +62,20 @@ def test_move_modes_refuses_no_jobs_and_a_bad_shape_before_launching_any():
         done = _modes(*args)
         assert done.returncode == 2 and done.stdout == "", args
         assert done.stderr.strip().splitlines()[-1].endswith(says), done.stderr
+
+
+def test_fence_latency_times_both_fences_at_three_ranks():
+    done = subprocess.run(
+        [mpiexec(), "-n", "3", sys.executable, str(SCRIPTS / "fence_latency.py")]
+        + ["--laps", "50", "--rounds", "2"],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=dict(os.environ, MPIEXEC_TIMEOUT="60"),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    first, head, *rows = done.stdout.splitlines()
+    assert first.startswith("3 ranks on ") and first.endswith("idle ranks")
+    assert head.split() == ["round", "mpi", "sem"]
+    assert [r.split()[0] for r in rows] == ["1", "2"]
+    assert all(float(t) > 0 for r in rows for t in r.split()[1:])

@@ -284,6 +284,22 @@ def test_the_sweeps_of_a_quiet_spell_on_the_avx2_amd_vm():
         assert "runs 96:" in out and _median_error(out) < error, out
 
 
+def test_the_sweeps_with_fences_that_sleep_on_the_avx2_amd_vm():
+    """Stop 72's planner sweeps, a direct move's fences asleep where ranks outnumber cores
+    (results/vm-2c-zen3, plan_*_s72, profile_s72.json): on the emulated cluster 26 of 32
+    fastest and 31 within 10%, its runs 4.0% off; from block on the mesh 22 and 29, 6.6% off,
+    the runs' own repeatability 73% / 95%. The model as the code has it still scores them so."""
+    vm = ROOT / "results" / "vm-2c-zen3"
+    for records, least, near, error in (
+        ("plan_emu_s72.jsonl", 25, 30, 5.0),
+        ("plan_block_s72.jsonl", 21, 28, 7.5),
+    ):
+        out = _replan("profile_s72.json", vm, (records,))
+        fastest, within = _hits(out)
+        assert fastest >= least and within >= near, (records, out)
+        assert "runs 96:" in out and _median_error(out) < error, out
+
+
 def test_the_model_holds_on_the_avx2_amd_vm_again_eleven_stops_later():
     """Issue 13's first two targets on results/vm-2c-zen3 with stop 71's main and a calibration
     of its own (profile_s71.json): 99 runs at P = 2-16 a median 6.6% off, 2 over 30% (summa 3x4
