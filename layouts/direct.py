@@ -49,8 +49,9 @@ class SemaphoreFence:
     turns) tesseract's moves in and out from block took a median 11.7 and 4.8 ms at 16 ranks
     with this fence, none of 12 jobs slow, against 27.6 and 13.0 with MPI's, 3 and 4 of 12
     jobs over twice that; at 8 ranks 5.9 and 2.7 against 7.3 and 3.6; at 4 alike (2.5 and 0.8
-    ms), 2 of 12 jobs slow with MPI's and 1 with this (the first, its GEMMs slow too). Idle, it crosses in 25 us at 4 ranks and 160 at 16,
-    MPI's in 39 and 450."""
+    ms), 2 of 12 jobs slow with MPI's and 1 with this (the first, its GEMMs slow too). Idle
+    (scripts/fence_latency.py) it crosses in 24-45 us at 4 ranks and 151-167 at 16, MPI's
+    barrier in 42-44 and 411-478."""
 
     def __init__(self, libc, address: int, me: int, size: int):
         self.libc, self.me, self.size = libc, me, size
@@ -61,9 +62,9 @@ class SemaphoreFence:
     def of(cls, win, comm):
         """The fence in the SEM_BYTES * 3 bytes at the end of rank 0's part of ``win`` (which
         holds them), initialised there, where the node's ranks outnumber the cores they may
-        run on (``DISTMM_FENCE=sem``: always; ``mpi``: never) and glibc's semaphores are at
-        hand; else None: MPI's barrier, 4 us against 15 with a core each (2 ranks on our VM).
-        A collective."""
+        run on (``DISTMM_FENCE=sem``: always; ``mpi``: never; else that rule) and glibc's
+        semaphores are at hand; else None: MPI's barrier, 4.6 us idle against 15.8 with a
+        core per rank (2 ranks on the 2-core VM: scripts/fence_latency.py). A collective."""
         from mpi4py import MPI
 
         libc = _libc()
