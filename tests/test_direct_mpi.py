@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -129,3 +131,45 @@ def test_no_window_larger_than_the_shared_memory_free():
     assert _room_for(0)
     assert _room_for(1, "/no/such/file/system")  # MPICH then allocates elsewhere
     assert not _room_for(1 << 62, "/")  # whatever holds the root, not 4 EiB
+
+
+_FAILS_BETWEEN_MOVES = """
+import sys
+sys.path[:0] = [{root!r}, {tests!r}]
+from bench.machine import start_mpi
+MPI, _ = start_mpi()
+import numpy as np
+from test_redistribute_between_mpi import layouts_for
+from layouts import generate_block
+from layouts.direct import direct
+from layouts.transfer import transfer
+comm = MPI.COMM_WORLD
+(s, sm), (d, dm) = (layouts_for((64, 64), comm.Get_size())[k] for k in ("rows", "cols"))
+move = direct(transfer(s, sm, d, dm, comm), comm, np.float64)
+assert move.fence is not None
+block = generate_block(s, sm.coords(comm.Get_rank()), 1)
+for i in range(5):
+    if i == 2 and comm.Get_rank() == 1:
+        raise RuntimeError("rank 1 fails between moves")
+    move(block, comm, True)
+"""
+
+
+def test_a_rank_failing_while_the_others_sleep_in_the_fence_ends_the_job():
+    """The ranks that reached the semaphore fence sleep there; the one that fails aborts the
+    job (bench.machine's hook), so none is left asleep."""
+    from launch import mpiexec
+
+    tests = os.path.dirname(os.path.abspath(__file__))
+    code = _FAILS_BETWEEN_MOVES.format(root=os.path.dirname(tests), tests=tests)
+    started = time.perf_counter()
+    done = subprocess.run(
+        [mpiexec(), "-n", "3", sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=dict(os.environ, DISTMM_FENCE="sem", MPIEXEC_TIMEOUT="60"),
+    )
+    assert done.returncode != 0
+    assert "rank 1 fails between moves" in done.stderr, done.stderr[-2000:]
+    assert time.perf_counter() - started < 30, "the job waited for its timeout"
