@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import math
 import os
 import sys
@@ -71,8 +72,8 @@ class SemaphoreFence:
         if not comm.allreduce(libc is not None, op=MPI.LAND):
             return None
         me, size = comm.Get_rank(), comm.Get_size()
-        cpus = set().union(*comm.allgather(os.sched_getaffinity(0)))
-        wanted = {"sem": True, "mpi": False}.get(os.environ.get("DISTMM_FENCE"), size > len(cpus))
+        oversubscribed = size > node_cpus(comm)
+        wanted = {"sem": True, "mpi": False}.get(os.environ.get("DISTMM_FENCE"), oversubscribed)
         if not comm.allreduce(wanted, op=MPI.LAND):
             return None
         memory, _ = win.Shared_query(0)
@@ -99,6 +100,13 @@ class SemaphoreFence:
                 raise OSError(ctypes.get_errno(), "sem_wait")
 
 
+def node_cpus(comm) -> int:
+    """How many CPUs the ranks of ``comm`` may run on together (their affinities' union; Linux).
+    A collective."""
+    return len(set().union(*comm.allgather(os.sched_getaffinity(0))))
+
+
+@functools.cache
 def _libc():
     """The C library, where it has process-shared semaphores (glibc on Linux), else None."""
     if not sys.platform.startswith("linux"):
@@ -275,4 +283,4 @@ def direct(move, comm, dtype):
     )
 
 
-__all__ = ["Direct", "direct", "on_one_node", "release"]
+__all__ = ["Direct", "SemaphoreFence", "direct", "node_cpus", "on_one_node", "release"]

@@ -24,14 +24,14 @@ def main() -> int:
     args = p.parse_args()
     from mpi4py import MPI
 
-    from layouts.direct import SEM_BYTES, SemaphoreFence
+    from layouts.direct import SEM_BYTES, SemaphoreFence, node_cpus
 
     comm = MPI.COMM_WORLD
     os.environ["DISTMM_FENCE"] = "sem"
     win = MPI.Win.Allocate_shared(3 * SEM_BYTES if comm.Get_rank() == 0 else 0, 1, comm=comm)
     fence = SemaphoreFence.of(win, comm)
     kinds = {"mpi": comm.Barrier} | ({"sem": fence} if fence is not None else {})
-    cores = len(set().union(*comm.allgather(os.sched_getaffinity(0))))
+    cores = node_cpus(comm)
     if comm.Get_rank() == 0:
         print(f"{comm.Get_size()} ranks on {cores} cores: mean us per crossing, idle ranks")
         print(f"{'round':>5} " + " ".join(f"{k:>8}" for k in kinds))

@@ -27,10 +27,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.endtoend import PHASES  # noqa: E402
 from bench.launch import Launcher, run_argv  # noqa: E402
 from bench.units import parse_shape, positive  # noqa: E402
 
-PHASES = ("redistribute_in", "multiply", "redistribute_out")
 FENCES = ("auto", "sem", "mpi")  # DISTMM_FENCE (layouts/direct.py)
 
 
@@ -88,14 +88,14 @@ def main() -> int:
         for ph, t in zip(PHASES, times, strict=True):
             seen[fence, ph].append(t)
         print(f"{job:>4} {fence:>5} " + " ".join(f"{t:>22.2f}" for t in times), flush=True)
-    for fence in args.fences:
+    for fence in jobs:  # each setting once, in the order given
         for ph in PHASES:
             times = seen[fence, ph]
             if not times:
                 continue
             mid = statistics.median(times)
             slow = [j for j, t in zip(jobs[fence], times, strict=True) if t > args.slow * mid]
-            kind = f"fence {fence}, " if len(args.fences) > 1 else ""
+            kind = f"fence {fence}, " if len(jobs) > 1 else ""
             print(
                 f"{kind}{ph}: median {mid:.2f} ms; over {args.slow:g}x it in {len(slow)} of "
                 f"{len(times)} jobs" + (f" ({', '.join(map(str, slow))})" if slow else "")
