@@ -29,6 +29,7 @@ from .comparison import (
     Table,
     TableError,
     compare,
+    context_differences,
     drift,
     plot_changes,
     read_table,
@@ -146,7 +147,7 @@ def _warnings(old: Table, new: Table) -> list[str]:
     if pooled := [t.path for t in (old, new) if t.pooled]:
         out.append(f"several ok rows (jobs) of one configuration in {' and '.join(pooled)}: "
                    "each job's median is one sample")  # fmt: skip
-    return out
+    return out + context_differences(old, new)
 
 
 def main(args) -> int:

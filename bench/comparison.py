@@ -9,6 +9,10 @@ configuration than the same run from native ones; its samples are end to end). S
 of one configuration in one table (a sweep's ``jobs``, or sweeps appended to one file) count as
 independent jobs: the test sets the jobs' medians against each other, since repetitions inside
 one job share its placement on the cores and differ less than jobs do.
+
+Each configuration also keeps what it ran on and with (:data:`CONTEXT_COLUMNS`: the machine,
+the MPI library, the BLAS, NumPy and the timing settings of bench.metadata.settings), so that
+:func:`context_differences` can say where a change may come from those rather than the code.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import json
 import math
 import os
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from layouts.endpoints import NATIVE
@@ -29,6 +33,9 @@ from .stats import can_be_significant, median_ci, ratio_ci, significant
 KEY_COLUMNS = ("algo", "P", "M", "K", "N", "dtype", "topology", "grid", "params", "layouts_in")
 REQUIRED_COLUMNS = ("status", "algo", "P", "M", "K", "N")
 SAMPLES_COLUMN = "samples"
+# what a run ran on and with, beside the code (bench/metadata.py); a table from before a column
+# was written has it blank: nothing is known there, and nothing is said
+CONTEXT_COLUMNS = ("cpu_model", "cores", "mpi_library", "blas", "numpy", "settings")
 
 FASTER, SLOWER, SAME = "faster", "slower", "no significant difference"
 ONLY_OLD, ONLY_NEW = "only in old", "only in new"
@@ -45,6 +52,8 @@ class Table:
     samples: dict[tuple[str, ...], tuple[float, ...]]  # ok rows' samples by configuration
     fallback: int  # configurations whose samples are seconds_min, seconds, seconds_max
     pooled: int  # configurations with more than one ok row (jobs): their samples are job medians
+    # by configuration, {column of CONTEXT_COLUMNS: the distinct values its ok rows hold}
+    context: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,16 @@ def _normal(column: str, value: str | None) -> str:
     if column == "params":
         try:
             return json.dumps(json.loads(value or "{}"), sort_keys=True)
+        except ValueError:
+            return value
+    if column == "cores":
+        try:
+            return str(int(float(value))) if value else ""
+        except ValueError:
+            return value
+    if column in ("blas", "settings") and value:
+        try:
+            return json.dumps(json.loads(value), sort_keys=True)
         except ValueError:
             return value
     return value
@@ -136,6 +155,7 @@ def read_table(path: str | Path) -> Table:
         raise TableError(f"{path} is not a results table ({err})") from None
     jobs: dict[tuple[str, ...], list[list[float]]] = {}
     fallback: set[tuple[str, ...]] = set()
+    context: dict[tuple[str, ...], dict[str, set[str]]] = {}
     for line, row in enumerate(rows, start=2):
         if (row.get("status") or "").strip() != "ok":
             continue
@@ -144,11 +164,16 @@ def read_table(path: str | Path) -> Table:
         jobs.setdefault(config, []).append(values)
         if fell_back:
             fallback.add(config)
+        ran = context.setdefault(config, {})
+        for c in CONTEXT_COLUMNS:
+            if value := _normal(c, row.get(c)):
+                ran.setdefault(c, set()).add(value)
     return Table(
         path=str(path),
         samples={k: _job_samples(v) for k, v in jobs.items()},
         fallback=len(fallback),
         pooled=sum(1 for v in jobs.values() if len(v) > 1),
+        context={k: {c: frozenset(v) for c, v in ran.items()} for k, ran in context.items()},
     )
 
 
@@ -235,6 +260,53 @@ def drift(old: Table, new: Table) -> float:
         if new.samples.get(c)
     ]
     return statistics.median(ratios) if ratios else 1.0
+
+
+def context_differences(old: Table, new: Table) -> list[str]:
+    """One line per :data:`CONTEXT_COLUMNS` column that differs between the tables in some
+    configuration in both (where both record it), saying in how many and the values; for
+    ``settings`` by variable (a variable in one table only is "unset" in the other)."""
+    both = [c for c in old.samples if c in new.samples]
+    out = []
+    for column in CONTEXT_COLUMNS:
+        differ, seen = 0, {}  # seen: name (column, or variable) -> (old values, new values)
+        for config in both:
+            was, now = old.context.get(config, {}), new.context.get(config, {})
+            if column not in was or column not in now or was[column] == now[column]:
+                continue
+            differ += 1
+            if column != "settings":
+                olds, news = seen.setdefault(column, (set(), set()))
+                olds.update(was[column])
+                news.update(now[column])
+                continue
+            a, b = _settings(was[column]), _settings(now[column])
+            for name in sorted(a.keys() | b.keys()):
+                if a.get(name, {"unset"}) != b.get(name, {"unset"}):
+                    olds, news = seen.setdefault(name, (set(), set()))
+                    olds.update(a.get(name, {"unset"}))
+                    news.update(b.get(name, {"unset"}))
+        if differ:
+            what = "; ".join(
+                f"{name}: {' / '.join(sorted(o))} in old, {' / '.join(sorted(n))} in new"
+                for name, (o, n) in seen.items()
+            )
+            out.append(f"{column} differs in {differ} of the {len(both)} configurations in both "
+                       f"({what}): a change there may come from it, not from the code")  # fmt: skip
+    return out
+
+
+def _settings(cells) -> dict[str, set[str]]:
+    """{variable: its values} over the ``settings`` cells (JSON objects) of one configuration."""
+    out: dict[str, set[str]] = {}
+    for cell in cells:
+        try:
+            found = json.loads(cell)
+        except ValueError:
+            continue
+        for k, v in found.items() if isinstance(found, dict) else ():
+            out.setdefault(k, set()).add(str(v))
+    return out
 
 
 def summarize(changes: list[Change]) -> dict:

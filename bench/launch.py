@@ -369,8 +369,11 @@ class Launcher:
         cwd: str | os.PathLike | None = None,
     ) -> tuple[str, int | None, str, str]:
         """Run ``program ARGV`` (default `distmm`) on P ranks: launch()'s answer."""
-        env = child_env(self.local(P), self.cores)
-        return launch(self.command(P, argv, program), timeout, env, cwd)
+        return launch(self.command(P, argv, program), timeout, self.env(P), cwd)
+
+    def env(self, P: int) -> dict:
+        """The environment a P-rank job starts with (:func:`child_env`)."""
+        return child_env(self.local(P), self.cores)
 
     def run_json(self, P: int, argv: list[str], timeout: float, **how) -> tuple[dict | None, str]:
         """(the JSON record the job printed, "") or (None, why it failed); ``how``: run()'s

@@ -33,6 +33,20 @@ KEYS = (
     "git_commit",
     "git_dirty",
     "command",
+    "settings",
+)
+# environment variables that change how a run times (:func:`settings`): this suite's own
+# (DISTMM_DIRECT, DISTMM_FENCE, DISTMM_FAULT), MPICH's control variables (its launcher sets
+# none, so each was set by the user or by bench.machine.YIELD_SETTINGS), Open MPI's yield and
+# the BLAS and OpenMP thread counts. Not Open MPI's other OMPI_MCA_ variables: its launcher
+# sets many per job (URIs, job ids), which would make every two jobs differ.
+SETTING_PREFIXES = ("DISTMM_", "MPIR_CVAR_")
+SETTING_NAMES = (
+    "OMPI_MCA_mpi_yield_when_idle",
+    "OPENBLAS_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
 )
 _ROOT = Path(__file__).resolve().parent.parent  # the checkout holding this package
 
@@ -107,6 +121,19 @@ def mpi_library() -> str:
     return clean(lines[0]) if lines else ""
 
 
+def settings(environ=None) -> dict[str, str]:
+    """{name: value} of the environment variables that change how a run times, sorted by
+    name (:data:`SETTING_PREFIXES`, :data:`SETTING_NAMES`); ``environ`` defaults to
+    os.environ. A rank reads it after bench.machine.start_mpi, so the yield settings it adds
+    where ranks outnumber cores are in it."""
+    environ = os.environ if environ is None else environ
+    return {
+        k: clean(environ[k])
+        for k in sorted(environ)
+        if k.startswith(SETTING_PREFIXES) or k in SETTING_NAMES
+    }
+
+
 def _git(*argv: str) -> str | None:
     try:
         out = subprocess.run(["git", *argv], capture_output=True, text=True, timeout=10, cwd=_ROOT)
@@ -163,6 +190,7 @@ def collect(world=None) -> dict:
         "git_commit": commit,
         "git_dirty": dirty,
         "command": clean(shlex.join(sys.argv)),
+        "settings": settings(),
     }
 
 

@@ -29,7 +29,7 @@ COLUMNS = (
     "error samples seconds_ci_low seconds_ci_high cpu_model memory_bytes blas numpy mpi4py python "
     "hosts nodes ranks_per_node git_dirty command launcher layouts_in multiply_seconds "
     "redistribute_in_seconds redistribute_out_seconds redistribute_bytes_per_rank_max "
-    "relabel_bytes_saved predicted_multiply_seconds job"
+    "relabel_bytes_saved predicted_multiply_seconds job settings"
 ).split()
 REQUIRED = "key status algo P M K N dtype seconds".split()  # what makes a file a results table
 TEXT = ("key", "git_commit")  # read as text even when they look like numbers
@@ -47,7 +47,7 @@ FROM_RESULT = (
 ).split()
 # the run's metadata (bench/metadata.py), as CSV cells (blas and hosts as JSON)
 METADATA = "cpu_model memory_bytes blas numpy mpi4py python hosts nodes ranks_per_node".split()
-METADATA += "git_dirty command".split()
+METADATA += "git_dirty command settings".split()
 
 
 def row_from_result(

@@ -80,8 +80,33 @@ def overview(r: Report) -> None:
         f"Times are the median of each run's repetitions, barrier to barrier, with the median's "
         f"95% interval from order statistics (binomial method) where the table keeps every "
         f"repetition (with fewer than 6 the interval is min-max and covers less); GFLOP/s counts "
-        f"2 M K N flops."
+        f"2 M K N flops.{_settings_text(df)}"
     )
+
+
+def _settings_text(df) -> str:
+    """The timing settings the runs ran with (bench.metadata.settings), where the table has
+    them: one list where all ran alike, else each variable with its values ("unset": some runs
+    ran without it)."""
+    if "settings" not in df:
+        return ""
+    cells = [c for c in df["settings"] if isinstance(c, str) and c.strip()]
+    if not cells:
+        return ""
+    runs = []
+    for cell in cells:
+        try:
+            runs.append({k: str(v) for k, v in json.loads(cell).items()})
+        except (ValueError, AttributeError):
+            continue
+    found: dict[str, set[str]] = {}
+    for k in {k for run in runs for k in run}:
+        found[k] = {run.get(k, "unset") for run in runs}
+    if not found:
+        return " Settings: none."
+    text = ", ".join(f"`{k}={'|'.join(sorted(v))}`" for k, v in sorted(found.items()))
+    alike = len(set(cells)) == 1
+    return f" Settings{'' if alike else ' (they differ between runs)'}: {text}."
 
 
 def reading(r: Report, extra: list[str] = ()):

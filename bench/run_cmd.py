@@ -245,6 +245,7 @@ def format_result(r: dict) -> str:
         f"error {r['max_rel_error']:.2e}, tolerance {r['tolerance']:.1e})",
         f"machine      {r['mpi_library']}; {r['cores']} cores, {r['ranks_per_node']} ranks/node, "
         f"{r['blas_threads']} BLAS thread(s) per rank",
+        "settings     " + (" ".join(f"{k}={v}" for k, v in r["settings"].items()) or "none"),
     ]
     if r.get("layout_label", "native") != "native":
         lines[1:1] = [

@@ -25,7 +25,7 @@ from filelock import FileLock, Timeout
 
 from .errors import UsageError
 from .launch import Launcher, add_launcher_arguments, last_line, run_argv, stop_on_sigterm
-from .metadata import git_state
+from .metadata import as_row, git_state, settings
 from .record import DONE, RETRYABLE, read_table, row_from_result, write_table
 from .sweep_config import configure, plan_runs
 from .units import nonnegative, positive
@@ -208,8 +208,10 @@ def _sweep(cfg: dict, runs: list[dict], results: Path, launcher: Launcher, retry
             )
             t0 = time.monotonic()
             state, rc, out, err = launcher.run(point["P"], argv, cfg["timeout"])
+            # a job that printed no record still says what it ran with (the record's own wins)
+            job = {**facts, **as_row({"settings": settings(launcher.env(point["P"]))})}
             row = row_from_result(
-                point, state, rc, out, err, time.monotonic() - t0, trace_rel or "", facts
+                point, state, rc, out, err, time.monotonic() - t0, trace_rel or "", job
             )
             rows = [r for r in rows if r["key"] != point["key"]] + [row]
             write_table(results, rows)

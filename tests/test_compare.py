@@ -35,8 +35,10 @@ CONFIGS = [  # (algo, P, grid, params)
 ]
 
 
-def _write(path, slow: dict | None = None, samples: bool = True, seed: int = 0, extra=()):
-    """A results table: 7 samples per configuration, 3% noise; ``slow`` = {algo: factor}."""
+def _write(path, slow: dict | None = None, samples: bool = True, seed: int = 0, extra=(), ran=None):
+    """A results table: 7 samples per configuration, 3% noise; ``slow`` = {algo: factor};
+    ``ran``: context cells (bench.comparison.CONTEXT_COLUMNS) for every row, or a callable
+    giving them for a row."""
     rng = np.random.default_rng(seed)
     rows = []
     for algo, P, grid, params in CONFIGS:
@@ -59,9 +61,11 @@ def _write(path, slow: dict | None = None, samples: bool = True, seed: int = 0, 
             seconds_max=times.max(),
             samples=json.dumps([round(t, 6) for t in times]) if samples else "",
         )
+        row.update((ran(row) if callable(ran) else ran) or {})
         rows.append(row)
     rows += list(extra)
     header = HEADER if samples else HEADER[:-1]
+    header += sorted({k for r in rows for k in r} - set(header))
     with open(path, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=header, extrasaction="ignore")
         writer.writeheader()
@@ -157,6 +161,51 @@ def test_a_table_without_samples_falls_back_and_says_too_few(tmp_path, capsys):
     assert err.count("warning") == 1 and "seconds_min, seconds, seconds_max" in err
     assert "too few samples" in out and "0.1" in out and "3/3*" in out
     assert "4 no significant difference" in out
+
+
+MACHINE = {
+    "cpu_model": "AMD EPYC 7B13",
+    "cores": "2",
+    "mpi_library": "MPICH Version: 5.0.2",
+    "numpy": "2.4.0",
+    "settings": json.dumps({"OPENBLAS_NUM_THREADS": "1"}),
+}
+
+
+def test_tables_from_other_settings_or_machines_are_said_to_differ(tmp_path, capsys):
+    same = _write(tmp_path / "same.csv", ran=dict(MACHINE, cores="2.0"))
+    old = _write(tmp_path / "old.csv", ran=MACHINE)
+    rc, _, err = _compare(capsys, old, same)
+    assert rc == 0 and "warning" not in err  # the same context, however spelled
+
+    def fenced(row):  # the 4-rank runs forced MPI's barrier
+        settings = {"OPENBLAS_NUM_THREADS": "1"}
+        if row["P"] == 4:
+            settings["DISTMM_FENCE"] = "mpi"
+        return dict(MACHINE, settings=json.dumps(settings))
+
+    new = _write(tmp_path / "new.csv", ran=fenced)
+    rc, out, err = _compare(capsys, old, new, "--json")
+    assert rc == 0
+    (line,) = json.loads(out)["warnings"]
+    assert line.startswith("settings differs in 3 of the 4 configurations in both")
+    assert "DISTMM_FENCE: unset in old, mpi in new" in line
+    assert "OPENBLAS" not in line
+
+    other = dict(MACHINE, cpu_model="Intel Xeon Platinum 8481C", cores="4")
+    new = _write(tmp_path / "xeon.csv", ran=other)
+    rc, _, err = _compare(capsys, old, new)
+    lines = [line for line in err.splitlines() if line.startswith("distmm compare: warning: ")]
+    assert len(lines) == 2
+    assert "cpu_model differs in 4 of the 4" in lines[0] and "Intel Xeon" in lines[0]
+    assert "cores: 2 in old, 4 in new" in lines[1]
+
+
+def test_a_table_that_does_not_record_the_context_is_not_said_to_differ(tmp_path, capsys):
+    old = _write(tmp_path / "old.csv")  # from before the columns were written
+    new = _write(tmp_path / "new.csv", ran=MACHINE)
+    rc, _, err = _compare(capsys, old, new)
+    assert rc == 0 and "warning" not in err
 
 
 def test_plot(tmp_path, capsys):

@@ -3,6 +3,7 @@ such a run as failed and goes on (DISTMM_FAULT, bench/faults.py)."""
 
 import csv
 import functools
+import json
 import os
 import signal
 import subprocess
@@ -147,8 +148,11 @@ def test_sweep_records_a_crashed_run_and_goes_on(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     with open(tmp_path / "r.csv", newline="") as fh:
-        status = {row["P"]: row["status"] for row in csv.DictReader(fh)}
+        rows = {row["P"]: row for row in csv.DictReader(fh)}
+    status = {P: row["status"] for P, row in rows.items()}
     assert status == {"2": "failed", "1": "ok"}  # rank 1 exists only in the 2-rank run
+    for row in rows.values():  # the failed job printed no record: the sweep says what it ran with
+        assert json.loads(row["settings"])["DISTMM_FAULT"] == env["DISTMM_FAULT"]
     assert stale(since) == []  # the crashed job's shared memory, removed by the sweep
 
 

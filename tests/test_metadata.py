@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from bench.metadata import KEYS, as_row, clean, collect
+from bench.metadata import KEYS, as_row, clean, collect, settings
 
 
 class _World:
@@ -58,3 +58,22 @@ def test_open_mpi_version_loses_its_nul_byte(monkeypatch):
     assert (
         collect()["mpi_library"] == "Open MPI v4.1.6, package: Open MPI, ident: 4.1.6, Sep 30, 2023"
     )
+
+
+def test_settings_are_the_variables_that_change_timing():
+    environ = {
+        "PATH": "/usr/bin",
+        "DISTMM_FENCE": "sem",
+        "MPIR_CVAR_POLLS_BEFORE_YIELD": "1\n",
+        "OMPI_MCA_mpi_yield_when_idle": "1",
+        "OMPI_MCA_orte_hnp_uri": "1234.0;tcp://10.0.0.1:5555",  # Open MPI's launcher's, per job
+        "OMP_NUM_THREADS": "2",
+        "PMI_RANK": "3",
+    }
+    assert settings(environ) == {
+        "DISTMM_FENCE": "sem",
+        "MPIR_CVAR_POLLS_BEFORE_YIELD": "1",
+        "OMPI_MCA_mpi_yield_when_idle": "1",
+        "OMP_NUM_THREADS": "2",
+    }
+    assert list(settings(environ)) == sorted(settings(environ))

@@ -38,6 +38,9 @@ def test_report_from_small_table(tmp_path):
                     "cores": 2,
                     "mpi_library": "MPICH",
                     "git_commit": "abc",
+                    "settings": json.dumps(
+                        {"OPENBLAS_NUM_THREADS": "1", **({"DISTMM_FENCE": "sem"} if P > 4 else {})}
+                    ),
                 }
             )
     rows.append(
@@ -81,6 +84,8 @@ def test_report_from_small_table(tmp_path):
     md = (out / "report.md").read_text()
     assert "cannon" in md and "summa" in md and "Fastest" in md and "boom" in md
     assert "](strong_512x512x512_float32.png)" in md
+    settings = "`DISTMM_FENCE=sem|unset`, `OPENBLAS_NUM_THREADS=1`."
+    assert f"Settings (they differ between runs): {settings}" in md
     page = (out / "report.html").read_text()
     assert "data:image/png;base64," in page and "<table>" in page
 
