@@ -32,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 from topology.costs import EAGER_LIMIT, collective_seconds
+from topology.hierarchy import cluster_mesh
 
 from .calibration import (
     PROBE_GEMM,
@@ -47,6 +48,7 @@ from .calibration import (
 )
 from .calibration_counts import at_each_count
 from .calibration_gemm import gemm_tables
+from .calibration_network import cluster_comm, measure, nodes_of, table_text
 from .calibration_refresh import read_profile, refresh
 from .errors import UsageError
 from .files import write_json_atomic
@@ -78,6 +80,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "itself): for a machine whose speed has drifted since it was calibrated "
         "(bench/calibration_refresh.py)",
     )
+    p.add_argument(
+        "--network-into",
+        metavar="PROFILE",
+        help="time only the network between nodes (a job launched across nodes, or nodes "
+        "emulated with --topology and --emulate-links) into PROFILE, everything else kept, "
+        "written to --out (default: PROFILE itself); predict and plan on a cluster then take "
+        "their network from the profile (bench/calibration_network.py)",
+    )
+    p.add_argument(
+        "--topology",
+        metavar="cluster:NODES,RANKS_PER_NODE",
+        help="with --network-into: emulate these nodes on this machine (with --emulate-links)",
+    )
+    p.add_argument(
+        "--emulate-links",
+        metavar="PRESET",
+        help="with --topology: hold each message between the emulated nodes to this network "
+        "preset or JSON file, which the measurement should give back",
+    )
     # the jobs calibrate starts for other rank counts (see _counts_in_job)
     p.add_argument("--counts-only", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--counts-from", type=int, default=2, help=argparse.SUPPRESS)
@@ -88,18 +109,26 @@ def main(args) -> int:
     from .machine import start_mpi, validated
 
     base = read_profile(args.refresh_gemm) if args.refresh_gemm else None
-    out = Path(args.out or args.refresh_gemm or "profile.json")
+    into = read_profile(args.network_into, "--network-into") if args.network_into else None
+    if base is not None and into is not None:
+        raise UsageError("--refresh-gemm and --network-into: give one of them")
+    tree, links = _emulated_nodes(args)
+    out = Path(args.out or args.refresh_gemm or args.network_into or "profile.json")
     if not out.parent.exists():
         raise UsageError(f"--out {args.out}: directory {out.parent} does not exist")
     if args.up_to is not None and args.up_to < 1:
         raise UsageError(f"--up-to {args.up_to}: give the largest rank count to measure (>= 1)")
     MPI, facts = start_mpi()
-    validated()  # an error from here on ends every rank
     world = MPI.COMM_WORLD
+    if into is not None:  # (checked alike on every rank: one line, exit 2)
+        comm, tree = _network_nodes(world, tree)
+    validated()  # an error from here on ends every rank
     P, rank = world.Get_size(), world.Get_rank()
     say = (lambda *a: print(*a, flush=True)) if rank == 0 else (lambda *a: None)
     if base is not None:
         return refresh(world, args.quick, facts, base, out)
+    if into is not None:
+        return _network_into(world, comm, args.quick, into, out, tree, links)
     if args.counts_only:
         found: dict = {}
         if args.with_gemm:
@@ -109,6 +138,13 @@ def main(args) -> int:
             write_json_atomic(out, found)
         return 0
     say(f"# distmm calibrate: {P} ranks, {facts['cores']} cores, {facts['mpi_library']}")
+    nodes, per_node = nodes_of(world)
+    if nodes > 1:
+        say(
+            f"# {nodes} nodes: the network between them is measured last; the node's own "
+            "figures are best measured on one node (`mpiexec -n RANKS distmm calibrate` there, "
+            "then `calibrate --network-into PROFILE` across nodes)"
+        )
     if P > facts["cores"]:
         say(f"# warning: {P} ranks on {facts['cores']} cores: timings include time slicing")
 
@@ -243,6 +279,10 @@ def main(args) -> int:
         "copy_bandwidth": copy_bw,
         "counts": counts,
     }
+    if nodes > 1:
+        tree = cluster_mesh(nodes, per_node)
+        profile["network"] = measure(world, cluster_comm(world, per_node), tree, None, args.quick)
+        say("\n".join(table_text(profile["network"])))
     if rank == 0:
         write_json_atomic(out, profile, indent=1)
         _say_above_cores(say, counts, cores, gemm, threaded)
@@ -349,6 +389,66 @@ def _say_move_levels(say, counts: list[dict], cores: int) -> None:
             for g, x, m in zip(gs, levels, measured, strict=True)
         )
     )
+
+
+def _emulated_nodes(args) -> tuple:
+    """(tree, emulated links) of ``--topology cluster:... --emulate-links PRESET``, or (None,
+    None); UsageError for a half or misplaced pair (checked before any collective)."""
+    from dataclasses import replace
+
+    from topology import MeshError
+    from topology.hierarchy import is_cluster
+    from topology.links import LinkModel
+    from topology.tree import parse_topology
+
+    if not (args.topology or args.emulate_links):
+        return None, None
+    if not args.network_into:
+        raise UsageError("--topology and --emulate-links go with --network-into PROFILE")
+    if not (args.topology and args.emulate_links):
+        raise UsageError(
+            "emulated nodes need both --topology cluster:NODES,RANKS_PER_NODE and "
+            "--emulate-links PRESET"
+        )
+    try:
+        tree = parse_topology(args.topology)
+        if not is_cluster(tree):
+            raise MeshError(f"--topology {args.topology}: give cluster:NODES,RANKS_PER_NODE")
+        return tree, replace(LinkModel.load(args.emulate_links, tree), emulated=True)
+    except MeshError as err:
+        raise UsageError(str(err)) from None
+
+
+def _network_nodes(world, tree) -> tuple:
+    """(the communicator of the cluster's ranks, the cluster) to time the network on: ``tree``'s
+    emulated nodes over the whole job, or the job's own nodes (UsageError on one node)."""
+    P = world.Get_size()
+    if tree is not None:
+        if tree.size != P:
+            raise UsageError(f"--topology has {tree.size} ranks but the job has {P}")
+        return world, tree
+    nodes, per_node = nodes_of(world)  # every rank the same answer: one error on all
+    if nodes < 2:
+        raise UsageError(
+            "--network-into: this job runs on one node; launch it across nodes (as "
+            "`mpiexec -n 8 -ppn 4 ...` on two) or emulate them with --topology "
+            "cluster:NODES,RANKS_PER_NODE --emulate-links PRESET"
+        )
+    return cluster_comm(world, per_node), cluster_mesh(nodes, per_node)
+
+
+def _network_into(world, comm, quick: bool, data: dict, out: Path, tree, links) -> int:
+    """`calibrate --network-into`: the network between the nodes of ``tree`` (``comm``: its
+    ranks, :func:`_network_nodes`; emulated with ``links``, or real) into the profile ``data``,
+    written to ``out``."""
+    entry = measure(world, comm, tree, links, quick)
+    if world.Get_rank() == 0:
+        data = dict(data, network=entry)
+        write_json_atomic(out, data, indent=1)
+        print("\n".join(table_text(entry)), flush=True)
+        print(f"wrote {out}", flush=True)
+    world.Barrier()
+    return 0
 
 
 LAUNCH_VARS = ("PMI_", "PMIX_", "HYDRA_", "MPI_LOCAL", "OMPI_", "MPIR_CVAR_")

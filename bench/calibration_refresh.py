@@ -26,16 +26,17 @@ from .errors import UsageError
 from .files import write_json_atomic
 
 
-def read_profile(path: str) -> dict:
-    """The profile JSON to refresh, checked before any collective (every rank reads it)."""
+def read_profile(path: str, option: str = "--refresh-gemm") -> dict:
+    """The profile JSON to refresh (``option`` names it in errors), checked before any
+    collective (every rank reads it)."""
     try:
         data = json.loads(Path(path).read_text())
     except FileNotFoundError:
-        raise UsageError(f"--refresh-gemm {path}: no such profile") from None
+        raise UsageError(f"{option} {path}: no such profile") from None
     except (OSError, ValueError) as err:
-        raise UsageError(f"--refresh-gemm {path}: not a readable profile ({err})") from None
+        raise UsageError(f"{option} {path}: not a readable profile ({err})") from None
     if not isinstance(data, dict) or "gemm" not in data or "cores" not in data.get("machine", {}):
-        raise UsageError(f"--refresh-gemm {path}: not a distmm calibrate profile (no GEMM table)")
+        raise UsageError(f"{option} {path}: not a distmm calibrate profile (no GEMM table)")
     return data
 
 

@@ -1,5 +1,6 @@
 """A prediction for a cluster (``--topology cluster:NODES,RPN --network PRESET``): which parts
-are measured on this node and which come from a network preset.
+are measured on this node and which come from a network preset (or from the network
+`distmm calibrate --network-into` measured across nodes, the profile's own by default).
 
 Computation (GEMMs, copies) is the profile's, slowed as ``RPN`` ranks share the node's cores;
 messages between nodes are the network preset's (topology/networks.py), shared by the node's
@@ -36,9 +37,24 @@ COMPUTE = ("gemm", "copy")
 def need_network(tree, links) -> None:
     if is_cluster(tree) and links is None:
         raise UsageError(
-            f"a cluster needs its network: --network {'|'.join(NETWORKS)} or a JSON file "
-            '{"node": {"alpha": s, "bandwidth": B/s, "lanes": n}}'
+            f"a cluster needs its network: --network {'|'.join(NETWORKS)}, a JSON file "
+            '{"node": {"alpha": s, "bandwidth": B/s, "lanes": n}}, or a --profile that '
+            "measured one (distmm calibrate --network-into, on a job across nodes)"
         )
+
+
+def default_network(args, profile) -> None:
+    """On a cluster with no --network given, the network ``profile`` measured across nodes
+    (calibrate --network-into), if it did: args.links names the profile."""
+    if args.topology.startswith("cluster:") and not args.links and profile.network:
+        args.links = profile.path
+
+
+def network_text(links) -> str:
+    """Where a cluster's messages between nodes are priced from."""
+    if not links.measured:
+        return f"preset {links.name}"
+    return f"measured across nodes (calibrate --network-into, {links.name})"
 
 
 def sources(events, links, rpn: int) -> dict[str, str]:
@@ -56,7 +72,7 @@ def sources(events, links, rpn: int) -> dict[str, str]:
         for lv in ("node", "local"):
             if lv in levels:
                 parts.append(
-                    f"between nodes: preset {links.name}"
+                    f"between nodes: {network_text(links)}"
                     if links.models(lv)
                     else "inside a node: measured (profile)"
                 )
@@ -103,6 +119,7 @@ def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tu
         "placement": placement,
         "links": links.as_dict(),
         "network": links.name,
+        "network_measured": links.measured,
         "layouts": plan.describe(),
         **pred.as_dict(),
         "user_layouts": {n: str(u) for n, u in (users or {}).items()},
@@ -124,8 +141,9 @@ def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tu
     lines = [
         f"distmm predict {plan.algo}: {nodes} node(s) x {per_node} rank(s) ({placement}), "
         f"grid={'x'.join(map(str, plan.grid))} shape={M}x{K}x{N} {args.dtype}",
-        f"network {links.name}: alpha {a * 1e6:.2f} us, {bw / 1e9:.3g} GB/s per node "
-        f"({lanes} link(s), shared by {links.share('node'):g} rank(s)) [preset]",
+        f"network {links.name}: alpha {a * 1e6:.2f} us, {bw / 1e9:.3g} GB/s per link "
+        f"({lanes} link(s), shared by {links.share('node'):g} rank(s)) "
+        f"[{'measured' if links.measured else 'preset'}]",
         f"node: {profile.cores} cores, GEMM rates and copy bandwidth from the profile "
         f"[measured]; {rpn} rank(s) per node ({profile.threads_text(rpn)}): computation "
         f"x{pred.oversubscription:.2f}",
@@ -166,4 +184,4 @@ def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tu
     return record, "\n".join(lines)
 
 
-__all__ = ["need_network", "on_cluster", "sources"]
+__all__ = ["default_network", "need_network", "network_text", "on_cluster", "sources"]

@@ -41,6 +41,7 @@ import time
 from layouts.endpoints import label
 
 from .calibration import unsteady_note
+from .cluster import default_network
 from .errors import UsageError
 from .launch import Launcher, add_launcher_arguments, stop_on_sigterm
 from .model import Profile
@@ -145,7 +146,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_launcher_arguments(p, ranks_per_node=False)  # --ranks-per-node: the model's, above
 
 
+def _network_source(args) -> str:
+    """The links the plan priced with, as named (a profile's: measured across nodes)."""
+    if args.links == args.profile:
+        return f"measured across nodes (calibrate --network-into, {args.profile})"
+    return args.links
+
+
 def main(args) -> int:
+    profile = Profile.load(args.profile)
+    default_network(args, profile)
     if args.emulate and not args.links:
         raise UsageError("--emulate needs the links to emulate (--links or --network)")
     if args.P is None:
@@ -154,7 +164,6 @@ def main(args) -> int:
         from topology.tree import parse_topology
 
         args.P = parse_topology(args.topology).size
-    profile = Profile.load(args.profile)
     P = args.P
     rpn = ranks_per_node(args, P)
     # emulated runs put every rank on this machine: rank them as they will run
@@ -243,6 +252,7 @@ def main(args) -> int:
         f"distmm plan: {M}x{K}x{N} {args.dtype} on {P} ranks, {rpn} per node "
         f"({'all on this machine, ' if rpn == P else ''}{profile.cores} cores in the profile)"
         + (f", topology {args.topology}" if args.topology != "mesh" else "")
+        + (f", network {_network_source(args)}" if args.links else "")
         + (f", budget {format_bytes(args.memory_per_rank)}/rank" if args.memory_per_rank else "")
         + (", priced as the emulation runs" if emulated else "")
     )

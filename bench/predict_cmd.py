@@ -19,6 +19,7 @@ import numpy as np
 from layouts.endpoints import label
 
 from .calibration import unsteady_note
+from .cluster import default_network
 from .errors import UsageError
 from .model import (
     Profile,
@@ -55,6 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args) -> int:
     profile = Profile.load(args.profile)
+    default_network(args, profile)
     P = args.P if args.P is not None else (math.prod(args.grid) if args.grid else None)
     if P is None and args.topology != "mesh":
         from topology.tree import parse_topology

@@ -5,7 +5,9 @@ that contains the expected words, no traceback, and within 10 seconds.
 """
 
 import json
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 from launch import distmm, distmm_mpi
@@ -27,6 +29,11 @@ BAD_LAYOUTS = [
     ("((4_PE, 3:8), (8:1)) extra", "after the layout"),
 ]
 
+# calibrate --network-into: a real profile (never written: every case fails first)
+PROFILE = Path(__file__).resolve().parent.parent / "results/vm-2c-zen3/profile_s72.json"
+NET = ["--network-into", str(PROFILE)]
+EMU = ["--emulate-links", "1gbe", "--topology"]
+UNWRITTEN = str(Path(tempfile.gettempdir()) / "distmm-never-written.json")
 MPI_CASES = [  # (ranks, argv, expected words)
     (3, ["run", "nosuch", "--shape", "8,8,8"], "unknown algorithm 'nosuch'"),
     (3, ["run", "cannon", "--shape", "8,8,8"], "cannot run on 3 ranks"),
@@ -54,6 +61,12 @@ MPI_CASES = [  # (ranks, argv, expected words)
     (3, ["run", "summa", "--shape", "8192,8192,8192", "--dump", "/tmp"], "small shapes"),
     (2, ["calibrate", "--out", "/nonexistent/dir/p.json"], "does not exist"),
     (2, ["calibrate", "--refresh-gemm", "/nonexistent.json"], "no such profile"),
+    (2, ["calibrate", "--network-into", "/nonexistent.json"], "no such profile"),
+    (2, ["calibrate", *NET, "--out", UNWRITTEN], "runs on one node"),
+    (2, ["calibrate", "--topology", "cluster:2,1", "--emulate-links", "1gbe"], "--network-into"),
+    (2, ["calibrate", *NET, "--topology", "cluster:2,1", "--out", UNWRITTEN], "need both"),
+    (2, ["calibrate", *NET, *EMU, "cluster:4,1", "--out", UNWRITTEN], "4 ranks but the job has 2"),
+    (2, ["calibrate", *NET, *EMU, "mncore:1,1,1,2", "--out", UNWRITTEN], "cluster:NODES"),
     (2, ["run", "summa", "--shape", "200000,200000,200000"], "GiB per rank"),
     (4, ["run", "cannon", "--shape", "64,64,64", "--topology", "mncore:2,2,2,2"], "16"),
     (2, ["run", "summa", "--shape", "64,64,64", "--topology", "torus"], "torus"),

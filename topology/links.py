@@ -68,31 +68,44 @@ class LinkModel:
     tree: AbstractMesh
     name: str = ""
     emulated: bool = False
+    measured: bool = False  # from a profile `distmm calibrate --network-into` measured
 
     @classmethod
     def load(cls, spec: str, tree: AbstractMesh) -> LinkModel:
         """A preset of ``tree``'s hierarchy or a JSON file {level: {"alpha": s,
-        "bandwidth": B/s, "lanes": n}}; on a cluster ``local`` may be left out."""
+        "bandwidth": B/s, "lanes": n}}; on a cluster ``local`` may be left out. A machine
+        profile whose ``network`` calibrate measured across nodes (bench/calibration_network.py)
+        gives that network's links."""
         kind = kind_of(tree)
         presets = PRESETS_OF.get(kind, {})
         levels = levels_of(tree)
+        measured = False
         if spec in presets:
             table, name = presets[spec], spec
         else:
+            want = f"links file {spec}: want {{level: {{alpha, bandwidth, lanes}}}}"
             try:
                 raw = json.loads(Path(spec).read_text())
-                table = {
-                    lv: (float(v["alpha"]), float(v["bandwidth"]), int(v.get("lanes", 1)))
-                    for lv, v in raw.items()
-                }
             except FileNotFoundError:
                 raise MeshError(
                     f"links {spec!r} is neither a {kind} preset ({', '.join(presets)}) nor a file"
                 ) from None
-            except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-                raise MeshError(
-                    f"links file {spec}: want {{level: {{alpha, bandwidth, lanes}}}} ({err})"
-                ) from None
+            except (OSError, ValueError) as err:
+                raise MeshError(f"{want} ({err})") from None
+            if isinstance(raw, dict) and "p2p" in raw:  # a machine profile
+                if "links" not in (raw.get("network") or {}):
+                    raise MeshError(
+                        f"links {spec}: this profile holds no network (measure one with "
+                        "`distmm calibrate --network-into` on a job across nodes)"
+                    )
+                raw, measured = raw["network"]["links"], True
+            try:
+                table = {
+                    lv: (float(v["alpha"]), float(v["bandwidth"]), int(v.get("lanes", 1)))
+                    for lv, v in raw.items()
+                }
+            except (ValueError, KeyError, TypeError, AttributeError) as err:
+                raise MeshError(f"{want} ({err})") from None
             name = spec
             if kind == "cluster":
                 table.setdefault("local", None)
@@ -103,6 +116,7 @@ class LinkModel:
             tuple((lv, None if table[lv] is None else tuple(table[lv])) for lv in levels),
             tree,
             name,
+            measured=measured,
         )
 
     def models(self, level: str | None) -> bool:
