@@ -32,7 +32,6 @@ import tempfile
 from pathlib import Path
 
 from topology.costs import EAGER_LIMIT, collective_seconds
-from topology.hierarchy import cluster_mesh
 
 from .calibration import (
     PROBE_GEMM,
@@ -48,12 +47,20 @@ from .calibration import (
 )
 from .calibration_counts import at_each_count
 from .calibration_gemm import gemm_tables
-from .calibration_network import cluster_comm, measure, nodes_of, table_text
+from .calibration_network import (
+    ACROSS_NODES,
+    across_nodes,
+    add_network_arguments,
+    network_into,
+    network_nodes,
+    network_options,
+    nodes_of,
+)
 from .calibration_refresh import read_profile, refresh
+from .calibration_report import say_above_cores, say_threads
 from .errors import UsageError
 from .files import write_json_atomic
 from .launch import find_mpiexec
-from .model.fits import sharing_moves
 
 HEADERS = ("Size [B]", "Avg [us]", "Min [us]", "Max [us]", "Model [us]")  # collective tables
 
@@ -80,25 +87,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "itself): for a machine whose speed has drifted since it was calibrated "
         "(bench/calibration_refresh.py)",
     )
-    p.add_argument(
-        "--network-into",
-        metavar="PROFILE",
-        help="time only the network between nodes (a job launched across nodes, or nodes "
-        "emulated with --topology and --emulate-links) into PROFILE, everything else kept, "
-        "written to --out (default: PROFILE itself); predict and plan on a cluster then take "
-        "their network from the profile (bench/calibration_network.py)",
-    )
-    p.add_argument(
-        "--topology",
-        metavar="cluster:NODES,RANKS_PER_NODE",
-        help="with --network-into: emulate these nodes on this machine (with --emulate-links)",
-    )
-    p.add_argument(
-        "--emulate-links",
-        metavar="PRESET",
-        help="with --topology: hold each message between the emulated nodes to this network "
-        "preset or JSON file, which the measurement should give back",
-    )
+    add_network_arguments(p)
     # the jobs calibrate starts for other rank counts (see _counts_in_job)
     p.add_argument("--counts-only", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--counts-from", type=int, default=2, help=argparse.SUPPRESS)
@@ -109,10 +98,9 @@ def main(args) -> int:
     from .machine import start_mpi, validated
 
     base = read_profile(args.refresh_gemm) if args.refresh_gemm else None
-    into = read_profile(args.network_into, "--network-into") if args.network_into else None
+    into, tree, links = network_options(args)
     if base is not None and into is not None:
         raise UsageError("--refresh-gemm and --network-into: give one of them")
-    tree, links = _emulated_nodes(args)
     out = Path(args.out or args.refresh_gemm or args.network_into or "profile.json")
     if not out.parent.exists():
         raise UsageError(f"--out {args.out}: directory {out.parent} does not exist")
@@ -121,14 +109,14 @@ def main(args) -> int:
     MPI, facts = start_mpi()
     world = MPI.COMM_WORLD
     if into is not None:  # (checked alike on every rank: one line, exit 2)
-        comm, tree = _network_nodes(world, tree)
+        comm, tree = network_nodes(world, tree)
     validated()  # an error from here on ends every rank
     P, rank = world.Get_size(), world.Get_rank()
     say = (lambda *a: print(*a, flush=True)) if rank == 0 else (lambda *a: None)
     if base is not None:
         return refresh(world, args.quick, facts, base, out)
     if into is not None:
-        return _network_into(world, comm, args.quick, into, out, tree, links)
+        return network_into(world, comm, args.quick, into, out, tree, links)
     if args.counts_only:
         found: dict = {}
         if args.with_gemm:
@@ -138,13 +126,9 @@ def main(args) -> int:
             write_json_atomic(out, found)
         return 0
     say(f"# distmm calibrate: {P} ranks, {facts['cores']} cores, {facts['mpi_library']}")
-    nodes, per_node = nodes_of(world)
-    if nodes > 1:
-        say(
-            f"# {nodes} nodes: the network between them is measured last; the node's own "
-            "figures are best measured on one node (`mpiexec -n RANKS distmm calibrate` there, "
-            "then `calibrate --network-into PROFILE` across nodes)"
-        )
+    nodes = nodes_of(world)
+    if nodes[0] > 1:
+        say(f"# {nodes[0]} nodes: {ACROSS_NODES}")
     if P > facts["cores"]:
         say(f"# warning: {P} ranks on {facts['cores']} cores: timings include time slicing")
 
@@ -200,7 +184,7 @@ def main(args) -> int:
         say(f"{m:>6} {k:>6} {n:>6} {fl / r32[3]:>18.1f} {fl / r64[3]:>18.1f}")
 
     if threaded:
-        _say_threads(say, threaded, gemm["float32"])
+        say_threads(say, threaded, gemm["float32"])
 
     copy_bw = copy_bandwidth(world, facts["cores"])
     say(f"\n# local copy: {copy_bw / 1e9:.2f} GB/s per core (16 MiB arrays)")
@@ -279,13 +263,11 @@ def main(args) -> int:
         "copy_bandwidth": copy_bw,
         "counts": counts,
     }
-    if nodes > 1:
-        tree = cluster_mesh(nodes, per_node)
-        profile["network"] = measure(world, cluster_comm(world, per_node), tree, None, args.quick)
-        say("\n".join(table_text(profile["network"])))
+    if nodes[0] > 1:
+        profile["network"] = across_nodes(world, *nodes, args.quick, say)
     if rank == 0:
         write_json_atomic(out, profile, indent=1)
-        _say_above_cores(say, counts, cores, gemm, threaded)
+        say_above_cores(say, counts, cores, gemm, threaded)
         say("\n" + steadiness_text(probes))
         again = [str(c["ranks"]) for c in counts if "dropped_probes" in c]
         if again:
@@ -294,159 +276,6 @@ def main(args) -> int:
                 f"probes kept): rank counts {', '.join(again)}"
             )
         say(f"\nwrote {out}")
-    world.Barrier()
-    return 0
-
-
-def _say_threads(say, threaded: dict, one_thread: list) -> None:
-    one = {tuple(r[:3]): r[3] for r in one_thread}
-    ts = sorted(threaded, key=int)
-    say(
-        "\n# GEMM with t BLAS threads per rank (cores // t ranks at once, as a run of that many "
-        "has them), float32: speedup over one thread"
-    )
-    say(f"{'m':>6} {'k':>6} {'n':>6} " + " ".join(f"{'t=' + t:>7}" for t in ts))
-    for i, (m, k, n, _) in enumerate(threaded[ts[0]]):
-        speedups = (one[(m, k, n)] / threaded[t][i][3] for t in ts)
-        say(f"{m:>6} {k:>6} {n:>6} " + " ".join(f"{x:>7.2f}" for x in speedups))
-
-
-def _say_above_cores(say, counts: list[dict], cores: int, gemm: dict, threaded: dict) -> None:
-    """Print what the model takes from the counts: up to the cores, what GEMMs take with every
-    rank computing at once against the rates (Profile.busy_at); above them the GEMMs'
-    time-slicing efficiency (Profile.with_own_time_slicing) and the collectives' alpha and beta
-    (Profile.sliced_fit: only the counts and the cores matter to it)."""
-    from .model.profile import Profile
-
-    profile = Profile(
-        0.0, 0.0, 0.0, 0.0, gemm=gemm, gemm_threads=threaded, cores=cores, counts=tuple(counts)
-    )
-    busy = [c["ranks"] for c in counts if c["ranks"] <= cores and c.get("gemm_shared")]
-    if busy:
-        say(
-            "\n# GEMMs with every rank computing at once (the run's BLAS threads each), over "
-            "what the rates price, by rank count (the model prices GEMMs so): "
-            + ", ".join(f"{g}: {profile.busy_at(g):.2f}" for g in busy)
-        )
-    exposed = [c for c in counts if c.get("exposed")]
-    if exposed:
-        kinds = sorted(exposed[0]["exposed"])
-        say(
-            "\n# a message posted before a GEMM, what the rank still pays of its price by rank "
-            f"count ({' / '.join(kinds)}; 0: hidden, 1: as if blocking; the model charges it): "
-            + ", ".join(
-                f"{c['ranks']}: " + " / ".join(f"{c['exposed'][k]:.2f}" for k in kinds)
-                for c in exposed
-            )
-        )
-    own = profile.with_own_time_slicing()
-    if len(own.shared_efficiency) > 1:
-        say(
-            f"\n# GEMM time slicing above the {cores} cores: efficiency "
-            f"{own.efficiency():.3f}, the median over those counts of this profile's time for "
-            "the GEMM timed there x ranks per core / its time with every rank working"
-        )
-    _say_move_levels(say, counts, cores)
-    fitted = profile.sliced_fit()
-    if not fitted:
-        return
-    say(
-        f"\n# above the {cores} cores, fitted to every count there: each collective's alpha "
-        "and bandwidth with one rank per core (a run with s ranks per core pays s times)"
-    )
-    grouped = profile.grid_fit()
-    for kind, (alpha, beta) in fitted.items():
-        say(f"  {kind:<15} {_alpha_rate(alpha, beta)}")
-    if grouped:
-        say(
-            "  and on the rows and columns of a grid of them, every row (column) at once, as "
-            "2-D and 3-D algorithms run them (the model prices groups smaller than the node so)"
-        )
-    for kind, (alpha, beta) in grouped.items():
-        say(f"  {kind + ' (grid)':<15} {_alpha_rate(alpha, beta)}")
-
-
-def _alpha_rate(alpha: float, beta: float) -> str:
-    rate = f"{1 / beta / 1e9:.2f} GB/s" if beta > 0 else "-"
-    return f"alpha {alpha * 1e6:8.1f} us  {rate}"
-
-
-def _say_move_levels(say, counts: list[dict], cores: int) -> None:
-    """Above the cores, the layout changes' one fit and each count's level (how the model
-    prices them there: Profile._alltoallv_at)."""
-    found = sharing_moves(counts, cores)
-    if found is None:
-        return
-    unit, gs, levels, measured = found
-    say(
-        f"\n# layout changes above the {cores} cores, one fit over every count there (with one "
-        f"rank per core: move {unit['start'] * 1e6:.0f} us, /msg {unit['message'] * 1e6:.1f} us, "
-        f"piece {unit['piece'] * 1e9:.1f} ns; grown with the ranks per core) at each count's "
-        "level, its own moves' median time over the fit's price: "
-        + ", ".join(
-            f"{g}: {x:.2f}"
-            + ("" if x == m else f" (measured {m:.2f}: a spell, priced as its neighbour)")
-            for g, x, m in zip(gs, levels, measured, strict=True)
-        )
-    )
-
-
-def _emulated_nodes(args) -> tuple:
-    """(tree, emulated links) of ``--topology cluster:... --emulate-links PRESET``, or (None,
-    None); UsageError for a half or misplaced pair (checked before any collective)."""
-    from dataclasses import replace
-
-    from topology import MeshError
-    from topology.hierarchy import is_cluster
-    from topology.links import LinkModel
-    from topology.tree import parse_topology
-
-    if not (args.topology or args.emulate_links):
-        return None, None
-    if not args.network_into:
-        raise UsageError("--topology and --emulate-links go with --network-into PROFILE")
-    if not (args.topology and args.emulate_links):
-        raise UsageError(
-            "emulated nodes need both --topology cluster:NODES,RANKS_PER_NODE and "
-            "--emulate-links PRESET"
-        )
-    try:
-        tree = parse_topology(args.topology)
-        if not is_cluster(tree):
-            raise MeshError(f"--topology {args.topology}: give cluster:NODES,RANKS_PER_NODE")
-        return tree, replace(LinkModel.load(args.emulate_links, tree), emulated=True)
-    except MeshError as err:
-        raise UsageError(str(err)) from None
-
-
-def _network_nodes(world, tree) -> tuple:
-    """(the communicator of the cluster's ranks, the cluster) to time the network on: ``tree``'s
-    emulated nodes over the whole job, or the job's own nodes (UsageError on one node)."""
-    P = world.Get_size()
-    if tree is not None:
-        if tree.size != P:
-            raise UsageError(f"--topology has {tree.size} ranks but the job has {P}")
-        return world, tree
-    nodes, per_node = nodes_of(world)  # every rank the same answer: one error on all
-    if nodes < 2:
-        raise UsageError(
-            "--network-into: this job runs on one node; launch it across nodes (as "
-            "`mpiexec -n 8 -ppn 4 ...` on two) or emulate them with --topology "
-            "cluster:NODES,RANKS_PER_NODE --emulate-links PRESET"
-        )
-    return cluster_comm(world, per_node), cluster_mesh(nodes, per_node)
-
-
-def _network_into(world, comm, quick: bool, data: dict, out: Path, tree, links) -> int:
-    """`calibrate --network-into`: the network between the nodes of ``tree`` (``comm``: its
-    ranks, :func:`_network_nodes`; emulated with ``links``, or real) into the profile ``data``,
-    written to ``out``."""
-    entry = measure(world, comm, tree, links, quick)
-    if world.Get_rank() == 0:
-        data = dict(data, network=entry)
-        write_json_atomic(out, data, indent=1)
-        print("\n".join(table_text(entry)), flush=True)
-        print(f"wrote {out}", flush=True)
     world.Barrier()
     return 0
 

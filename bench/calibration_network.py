@@ -23,13 +23,121 @@ give the preset back, which checks it (tests/test_calibrate_network_mpi.py).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
+from topology.hierarchy import cluster_mesh
+
 from .calibration import fit, sleep_until_all
+from .calibration_refresh import read_profile
+from .errors import UsageError
+from .files import write_json_atomic
 
 NETWORK_SIZES = (8, 1 << 10, 1 << 16, 1 << 20, 1 << 22)
 QUICK_SIZES = (8, 1 << 10, 1 << 16, 1 << 20)
 LARGE = 1 << 16  # from this size a time is fitted for the bandwidth, below for the latency
+
+
+# what a full calibrate launched across nodes says first
+ACROSS_NODES = (
+    "the network between them is timed last; the node's own figures are best timed on one node "
+    "(`mpiexec -n RANKS distmm calibrate` there, then `calibrate --network-into` across nodes)"
+)
+
+
+def add_network_arguments(p) -> None:
+    """calibrate's options for the network between nodes."""
+    p.add_argument(
+        "--network-into",
+        metavar="PROFILE",
+        help="time only the network between nodes (a job launched across nodes, or nodes "
+        "emulated with --topology and --emulate-links) into PROFILE, everything else kept, "
+        "written to --out (default: PROFILE itself); predict and plan on a cluster then take "
+        "their network from the profile (bench/calibration_network.py)",
+    )
+    p.add_argument(
+        "--topology",
+        metavar="cluster:NODES,RANKS_PER_NODE",
+        help="with --network-into: emulate these nodes on this machine (with --emulate-links)",
+    )
+    p.add_argument(
+        "--emulate-links",
+        metavar="PRESET",
+        help="with --topology: hold each message between the emulated nodes to this network "
+        "preset or JSON file, which the measurement should give back",
+    )
+
+
+def network_options(args) -> tuple:
+    """(the --network-into profile's data or None, the tree and emulated links of
+    ``--topology cluster:... --emulate-links PRESET`` or None, None); UsageError for a missing
+    profile, a half or misplaced pair (checked before any collective)."""
+    from dataclasses import replace
+
+    from topology import MeshError
+    from topology.hierarchy import is_cluster
+    from topology.links import LinkModel
+    from topology.tree import parse_topology
+
+    into = read_profile(args.network_into, "--network-into") if args.network_into else None
+    if not (args.topology or args.emulate_links):
+        return into, None, None
+    if not args.network_into:
+        raise UsageError("--topology and --emulate-links go with --network-into PROFILE")
+    if not (args.topology and args.emulate_links):
+        raise UsageError(
+            "emulated nodes need both --topology cluster:NODES,RANKS_PER_NODE and "
+            "--emulate-links PRESET"
+        )
+    try:
+        tree = parse_topology(args.topology)
+        if not is_cluster(tree):
+            raise MeshError(f"--topology {args.topology}: give cluster:NODES,RANKS_PER_NODE")
+        return into, tree, replace(LinkModel.load(args.emulate_links, tree), emulated=True)
+    except MeshError as err:
+        raise UsageError(str(err)) from None
+
+
+def network_nodes(world, tree) -> tuple:
+    """(the communicator of the cluster's ranks, the cluster) to time the network on: ``tree``'s
+    emulated nodes over the whole job, or the job's own nodes (UsageError on one node)."""
+    P = world.Get_size()
+    if tree is not None:
+        if tree.size != P:
+            raise UsageError(f"--topology has {tree.size} ranks but the job has {P}")
+        return world, tree
+    nodes, per_node = nodes_of(world)  # every rank the same answer: one error on all
+    if nodes < 2:
+        raise UsageError(
+            "--network-into: this job runs on one node; launch it across nodes (as "
+            "`mpiexec -n 8 -ppn 4 ...` on two) or emulate them with --topology "
+            "cluster:NODES,RANKS_PER_NODE --emulate-links PRESET"
+        )
+    return cluster_comm(world, per_node), cluster_mesh(nodes, per_node)
+
+
+def network_into(world, comm, quick: bool, data: dict, out: Path, tree, links) -> int:
+    """`calibrate --network-into`: the network between the nodes of ``tree`` (``comm``: its
+    ranks, :func:`network_nodes`; emulated with ``links``, or real) into the profile ``data``,
+    written to ``out``."""
+    entry = measure(world, comm, tree, links, quick)
+    if world.Get_rank() == 0:
+        data = dict(data, network=entry)
+        write_json_atomic(out, data, indent=1)
+        print("\n".join(table_text(entry)), flush=True)
+        print(f"wrote {out}", flush=True)
+    world.Barrier()
+    return 0
+
+
+def across_nodes(world, nodes: int, per_node: int, quick: bool, say) -> dict:
+    """A full calibrate's last stage on a job across ``nodes`` nodes: the network's entry."""
+    entry = measure(
+        world, cluster_comm(world, per_node), cluster_mesh(nodes, per_node), None, quick
+    )
+    say("\n".join(table_text(entry)))
+    return entry
 
 
 def _iters(nbytes: int, quick: bool) -> tuple[int, int]:
@@ -162,4 +270,16 @@ def table_text(entry: dict) -> list[str]:
     return lines
 
 
-__all__ = ["cluster_comm", "measure", "nodes_of", "shared_memory", "table_text"]
+__all__ = [
+    "ACROSS_NODES",
+    "across_nodes",
+    "add_network_arguments",
+    "cluster_comm",
+    "measure",
+    "network_into",
+    "network_nodes",
+    "network_options",
+    "nodes_of",
+    "shared_memory",
+    "table_text",
+]

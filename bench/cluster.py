@@ -11,7 +11,9 @@ none of its (possibly oversubscribed) latency.
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -43,11 +45,16 @@ def need_network(tree, links) -> None:
         )
 
 
-def default_network(args, profile) -> None:
-    """On a cluster with no --network given, the network ``profile`` measured across nodes
+def default_network(args) -> None:
+    """On a cluster with no --network given, the network the --profile measured across nodes
     (calibrate --network-into), if it did: args.links names the profile."""
-    if args.topology.startswith("cluster:") and not args.links and profile.network:
-        args.links = profile.path
+    if args.topology.startswith("cluster:") and not args.links:
+        try:
+            measured = "network" in json.loads(Path(args.profile).read_text())
+        except (OSError, ValueError, TypeError):
+            measured = False  # (Profile.load says what is wrong with it)
+        if measured:
+            args.links = args.profile
 
 
 def network_text(links) -> str:

@@ -155,7 +155,7 @@ def _network_source(args) -> str:
 
 def main(args) -> int:
     profile = Profile.load(args.profile)
-    default_network(args, profile)
+    default_network(args)
     if args.emulate and not args.links:
         raise UsageError("--emulate needs the links to emulate (--links or --network)")
     if args.P is None:

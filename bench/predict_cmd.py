@@ -56,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args) -> int:
     profile = Profile.load(args.profile)
-    default_network(args, profile)
+    default_network(args)
     P = args.P if args.P is not None else (math.prod(args.grid) if args.grid else None)
     if P is None and args.topology != "mesh":
         from topology.tree import parse_topology

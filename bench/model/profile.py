@@ -51,10 +51,6 @@ class Profile:
     copy_bandwidth: float = 5e9  # bytes/s one core copies (read + write counted once)
     cores: int = 1
     meta: dict = field(default_factory=dict)
-    # the network between nodes `calibrate --network-into` measured (bench/calibration_network.py)
-    # and the file it came from: a cluster's default --network
-    network: dict = field(default_factory=dict)
-    path: str = ""
     # What was measured with g ranks of the node running (bench/calibration_counts.py,
     # at_each_count): ({"ranks": g, "alpha": .., "beta": .., "alpha_large": .., "beta_large":
     # .., "collective_factor": {kind: f}, "efficiency", "alltoallv", "yielding": bool} or,
@@ -104,8 +100,6 @@ class Profile:
                 cores=int(data["machine"]["cores"]),
                 meta=data.get("machine", {}),
                 counts=tuple(counts),
-                network=data.get("network") or {},
-                path=str(path),
             )
         except (KeyError, TypeError, ValueError) as err:
             raise ProfileError(f"profile {path} lacks {err} (re-run distmm calibrate)") from None
