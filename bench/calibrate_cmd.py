@@ -16,7 +16,8 @@ collective's alpha and bandwidth fitted over every count above the cores. ``--up
 the counts above the launched one too, in a job of N ranks calibrate starts itself, and where
 the launch leaves cores idle the GEMMs are timed in that job too (with every core busy, as a run
 of that many has them): `mpiexec -n 2 distmm calibrate --up-to 16` is as good as calibrating at
-16.
+16. A job across nodes also times the network between them, last; `--network-into PROFILE`
+times only that, into a profile made on one node (bench/calibration_network.py).
 """
 
 from __future__ import annotations

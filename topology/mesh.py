@@ -46,11 +46,11 @@ class AbstractMesh:
     def of(cls, **sizes: int) -> AbstractMesh:
         return cls(tuple(sizes.items()))
 
-    @property
+    @cached_property  # (asked for on every message: algorithms/comm.py)
     def names(self) -> tuple[str, ...]:
         return tuple(n for n, _ in self.axes)
 
-    @property
+    @cached_property
     def shape(self) -> tuple[int, ...]:
         return tuple(s for _, s in self.axes)
 
@@ -141,6 +141,7 @@ class Mesh(_Axes):
     binding: object = None  # topology.tree.Binding: the axes live on these tree levels
     tree: AbstractMesh | None = None
     _subs: dict = field(default_factory=dict, repr=False)
+    _asked: dict = field(default_factory=dict, repr=False)  # the names as asked -> _subs' entry
 
     def __post_init__(self) -> None:
         if self.comm.Get_size() != self.abstract.size:
@@ -178,6 +179,12 @@ class Mesh(_Axes):
 
     def sub(self, *names: str):
         """The sub-communicator along the given axes (ranks ordered row-major in those axes)."""
+        found = self._asked.get(names)  # (every message asks: once found, at once)
+        if found is None:
+            found = self._asked[names] = self._sub(names)
+        return found
+
+    def _sub(self, names: tuple[str, ...]):
         key = tuple(n for n in self.names if n in names)
         unknown = set(names) - set(self.names)
         if unknown:
@@ -213,6 +220,7 @@ class Mesh(_Axes):
         for c in self._subs.values():
             c.Free()
         self._subs.clear()
+        self._asked.clear()
         self.cart.Free()
 
 
