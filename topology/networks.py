@@ -6,8 +6,9 @@ message, ``bandwidth`` bytes/s a node's network interface sustains one way (its 
 after encoding), less what framing and protocol headers take; latency is the adapter's stated
 latency plus MPI, driver and one switch hop, as MPI ping-pong benchmarks (osu_latency) report
 it. These are typical figures for a well-configured cluster, not guarantees: measure yours with
-osu_latency / osu_bw (or `distmm calibrate` across two nodes) and give them in a JSON file
-(``{"node": {"alpha": s, "bandwidth": B/s, "lanes": n}}``) where they differ.
+osu_latency / osu_bw and give them in a JSON file (``{"node": {"alpha": s, "bandwidth": B/s,
+"lanes": n}}``), or let `distmm calibrate --network-into PROFILE` time them across two nodes
+(bench/calibration_network.py), where they differ.
 """
 
 from __future__ import annotations
