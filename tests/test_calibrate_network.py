@@ -1,10 +1,15 @@
 """`distmm calibrate --network-into` on emulated nodes gives back the network they are held to,
-and predict and plan on a cluster then take their network from the profile."""
+and predict and plan on a cluster then take their network from the profile; what a message
+costs through the communication layer (scripts/message_overhead.py)."""
 
 import json
+import os
+import re
+import subprocess
+import sys
 
 import pytest
-from launch import distmm, distmm_mpi
+from launch import SCRIPTS, distmm, distmm_mpi, mpiexec
 
 from topology.links import LinkModel
 from topology.networks import NETWORKS
@@ -64,3 +69,24 @@ def test_a_profile_without_a_network_says_so(profile_file):
     r = distmm(*argv, "--profile", str(profile_file), "--network", str(profile_file))
     assert r.returncode == 2 and "this profile holds no network" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_message_overhead_script_times_each_way():
+    done = subprocess.run(
+        [mpiexec(), "-n", "2", sys.executable, str(SCRIPTS / "message_overhead.py")]
+        + ["--shifts", "50", "--laps", "1", "--emulate", "1gbe"],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=dict(os.environ, MPIEXEC_TIMEOUT="60"),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = (re.fullmatch(r"lap 1: (.+?) +([\d.]+) us a message \(8 B\)", line)
+             for line in done.stdout.splitlines())  # fmt: skip
+    us = {m[1]: float(m[2]) for m in found if m}
+    assert set(us) == {
+        "Sendrecv alone",
+        "shift through the layer",
+        "shift through the layer, held to 1gbe",
+    }
+    assert us["shift through the layer, held to 1gbe"] >= NETWORKS["1gbe"][0] * 1e6  # 50 us
