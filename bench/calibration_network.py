@@ -17,8 +17,8 @@ costs ``alpha + n * max(1, R / lanes) / bandwidth`` with R ranks of a node sendi
 slower of one rank's own limit and the node's share, for any ranks per node a prediction asks.
 
 The latency is what an algorithm's message pays, the layer's own few microseconds of Python
-included (on this 2-core VM a 2-rank shift took 8.6-11.7 us where Sendrecv alone took 3.5-4.9),
-so it is above osu_latency's on a fast network.
+included (scripts/message_overhead.py: on a 2-core VM an 8-byte shift took 8.0-8.3 us where
+Sendrecv alone took 3.1-3.3), so it is above osu_latency's on a fast network.
 
 On one machine ``--topology cluster:N,R --emulate-links PRESET`` emulates the nodes: each
 message between them is held to the preset (algorithms/levels.py), and the measurement should
