@@ -127,9 +127,9 @@ def main(args) -> int:
             write_json_atomic(out, found)
         return 0
     say(f"# distmm calibrate: {P} ranks, {facts['cores']} cores, {facts['mpi_library']}")
-    nodes = nodes_of(world)
-    if nodes[0] > 1:
-        say(f"# {nodes[0]} nodes: {ACROSS_NODES}")
+    nodes, per_node = nodes_of(world)
+    if nodes > 1:
+        say(f"# {nodes} nodes: {ACROSS_NODES}")
     if P > facts["cores"]:
         say(f"# warning: {P} ranks on {facts['cores']} cores: timings include time slicing")
 
@@ -264,8 +264,8 @@ def main(args) -> int:
         "copy_bandwidth": copy_bw,
         "counts": counts,
     }
-    if nodes[0] > 1:
-        profile["network"] = across_nodes(world, *nodes, args.quick, say)
+    if nodes > 1:
+        profile["network"] = across_nodes(world, nodes, per_node, args.quick, say)
     if rank == 0:
         write_json_atomic(out, profile, indent=1)
         say_above_cores(say, counts, cores, gemm, threaded)

@@ -59,9 +59,12 @@ def default_network(args) -> None:
 
 def network_text(links) -> str:
     """Where a cluster's messages between nodes are priced from."""
-    if not links.measured:
-        return f"preset {links.name}"
-    return f"measured across nodes (calibrate --network-into, {links.name})"
+    return measured_network(links.name) if links.measured else f"preset {links.name}"
+
+
+def measured_network(profile: str) -> str:
+    """A network ``profile`` measured (calibrate --network-into), as predict and plan say it."""
+    return f"measured across nodes (calibrate --network-into, {profile})"
 
 
 def sources(events, links, rpn: int) -> dict[str, str]:
@@ -191,4 +194,11 @@ def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tu
     return record, "\n".join(lines)
 
 
-__all__ = ["default_network", "need_network", "network_text", "on_cluster", "sources"]
+__all__ = [
+    "default_network",
+    "measured_network",
+    "need_network",
+    "network_text",
+    "on_cluster",
+    "sources",
+]

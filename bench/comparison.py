@@ -27,6 +27,7 @@ from pathlib import Path
 
 from layouts.endpoints import NATIVE
 
+from .metadata import settings_values
 from .record import row_samples
 from .stats import can_be_significant, median_ci, ratio_ci, significant
 
@@ -280,7 +281,7 @@ def context_differences(old: Table, new: Table) -> list[str]:
                 olds.update(was[column])
                 news.update(now[column])
                 continue
-            a, b = _settings(was[column]), _settings(now[column])
+            a, b = settings_values(was[column]), settings_values(now[column])
             for name in sorted(a.keys() | b.keys()):
                 if a.get(name, {"unset"}) != b.get(name, {"unset"}):
                     olds, news = seen.setdefault(name, (set(), set()))
@@ -293,19 +294,6 @@ def context_differences(old: Table, new: Table) -> list[str]:
             )
             out.append(f"{column} differs in {differ} of the {len(both)} configurations in both "
                        f"({what}): a change there may come from it, not from the code")  # fmt: skip
-    return out
-
-
-def _settings(cells) -> dict[str, set[str]]:
-    """{variable: its values} over the ``settings`` cells (JSON objects) of one configuration."""
-    out: dict[str, set[str]] = {}
-    for cell in cells:
-        try:
-            found = json.loads(cell)
-        except ValueError:
-            continue
-        for k, v in found.items() if isinstance(found, dict) else ():
-            out.setdefault(k, set()).add(str(v))
     return out
 
 

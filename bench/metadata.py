@@ -134,6 +134,19 @@ def settings(environ=None) -> dict[str, str]:
     }
 
 
+def settings_values(cells) -> dict[str, set[str]]:
+    """{variable: the values it takes} over ``settings`` cells as a results table holds them
+    (:func:`settings` as JSON objects): "unset" among them where a cell lacks a variable that
+    another has; cells that are not JSON objects are left out."""
+    runs = []
+    for cell in cells:
+        try:
+            runs.append({k: str(v) for k, v in json.loads(cell).items()})
+        except (ValueError, AttributeError, TypeError):
+            continue
+    return {k: {run.get(k, "unset") for run in runs} for k in {k for run in runs for k in run}}
+
+
 def _git(*argv: str) -> str | None:
     try:
         out = subprocess.run(["git", *argv], capture_output=True, text=True, timeout=10, cwd=_ROOT)

@@ -41,7 +41,7 @@ import time
 from layouts.endpoints import label
 
 from .calibration import unsteady_note
-from .cluster import default_network
+from .cluster import default_network, measured_network
 from .errors import UsageError
 from .launch import Launcher, add_launcher_arguments, stop_on_sigterm
 from .model import Profile
@@ -148,9 +148,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _network_source(args) -> str:
     """The links the plan priced with, as named (a profile's: measured across nodes)."""
-    if args.links == args.profile:
-        return f"measured across nodes (calibrate --network-into, {args.profile})"
-    return args.links
+    return measured_network(args.profile) if args.links == args.profile else args.links
 
 
 def main(args) -> int:

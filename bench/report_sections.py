@@ -15,6 +15,7 @@ from layouts.endpoints import NATIVE
 
 from . import figures
 from .document import Doc
+from .metadata import settings_values
 from .report_stats import by_layouts, group_keys, has_layouts, median_text, verdict
 from .spans import phase_summary, spans_table
 from .units import format_bytes
@@ -93,15 +94,7 @@ def _settings_text(df) -> str:
     cells = [c for c in df["settings"] if isinstance(c, str) and c.strip()]
     if not cells:
         return ""
-    runs = []
-    for cell in cells:
-        try:
-            runs.append({k: str(v) for k, v in json.loads(cell).items()})
-        except (ValueError, AttributeError):
-            continue
-    found: dict[str, set[str]] = {}
-    for k in {k for run in runs for k in run}:
-        found[k] = {run.get(k, "unset") for run in runs}
+    found = settings_values(cells)
     if not found:
         return " Settings: none."
     text = ", ".join(f"`{k}={'|'.join(sorted(v))}`" for k, v in sorted(found.items()))
