@@ -80,6 +80,17 @@ class Redistributions:
         """How many workers have nothing to price (0 without workers)."""
         return 0 if self.workers is None else self.workers.idle()
 
+    def busy(self, plan, binding=None) -> bool:
+        """Whether a worker is pricing ``plan``'s moves and has not finished."""
+        key = (*self._key(plan), _start(binding))
+        return self.workers is not None and key not in self.prices and self.workers.busy(key)
+
+    def progress(self) -> None:
+        """Wait until some worker finishes a price (bench/model/search.py waits so for a
+        busy candidate, giving idle workers more meanwhile)."""
+        if self.workers is not None:
+            self.workers.progress()
+
     def speculate(self, plan, binding=None) -> bool:
         """Have an idle worker price ``plan``'s moves where they are cheap to price in vain
         (their overlaps at most SPECULATE_PAIRS entries, bench/plan_workers.py); whether one

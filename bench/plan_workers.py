@@ -9,8 +9,9 @@ waits for the one it needs. A worker prices with the parent's own Redistribution
 the fork, so the plan's answer is the same with workers or without. The workers start with the
 plan and import SciPy (for the relabelling's matchings, 0.3 s) below the parent's priority while
 it walks the candidates' loops; a worker that dies leaves its prices to the parent. Where the
-search is about to wait with workers idle, they price the candidates next in line whose moves
-pair at most SPECULATE_PAIRS rank parts (Redistributions.speculate): cheap to price in vain.
+search is about to wait with workers idle, and again each time a worker finishes while it waits,
+they price the candidates next in line whose moves pair at most SPECULATE_PAIRS rank parts
+(Redistributions.speculate): cheap to price in vain.
 
 Only where pricing is dear (:data:`FROM_RANKS`), on Linux (where fork is the default start, and
 the only one that needs no re-import of the caller's main module), and never inside an MPI job:
@@ -22,7 +23,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
 from .machine import keep_freed
@@ -86,6 +87,17 @@ class Workers:
                 self.pending[key] = self.pool.submit(_priced, plan, binding)
             except BrokenProcessPool:
                 self.pending[key] = None
+
+    def busy(self, key) -> bool:
+        """Whether ``key`` was submitted and its price is not ready (asking would wait)."""
+        found = self.pending.get(key)
+        return found is not None and not found.done()
+
+    def progress(self) -> None:
+        """Wait until some worker finishes what it prices (at once if none is pricing)."""
+        running = [f for f in self.pending.values() if f is not None and not f.done()]
+        if running:
+            wait(running, return_when=FIRST_COMPLETED)
 
     def result(self, key):
         found = self.pending[key]

@@ -217,13 +217,17 @@ def candidates(
                         extra = partial(moves.seconds, plan, b, algorithm)
                         refine = partial(moves.overlap_bound, plan, b)
                         bound, fetch = moves.lower_bound(plan), partial(moves.prefetch, plan, b)
-                        guess = partial(moves.speculate, plan, b)
-                        jobs.append(Job(run, mem, extra, bound, refine, fetch, guess))
+                        guess, busy = (
+                            partial(moves.speculate, plan, b),
+                            partial(moves.busy, plan, b),
+                        )
+                        jobs.append(Job(run, mem, extra, bound, refine, fetch, guess, busy))
                     else:
                         jobs.append(Job(run, mem))
     out = Ranking()
     try:
-        found = search(jobs, keep, ahead, None if moves is None else moves.idle)
+        idle, progress = (None, None) if moves is None else (moves.idle, moves.progress)
+        found = search(jobs, keep, ahead, idle, progress)
     finally:
         if moves is not None:
             moves.close()

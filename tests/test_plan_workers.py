@@ -137,6 +137,32 @@ def test_the_search_names_ahead_only_jobs_walked_and_bounded_near():
     assert named == [0, 1]
 
 
+def test_while_the_search_waits_for_a_worker_the_idle_ones_are_given_more():
+    """The search waits for a candidate a worker prices one worker finish at a time
+    (``progress``), filling the idle workers before and after each (bench.model.search._await);
+    jobs being priced are not given to speculate on again."""
+    from bench.model.search import Job, _await, _guessable
+
+    left, calls = [2], []
+
+    def busy():
+        return left[0] > 0
+
+    def progress():
+        calls.append("progress")
+        left[0] -= 1
+
+    job = Job(price=print, memory=0, speculate=lambda: True, busy=busy)
+    _await(job, progress, lambda: calls.append("fill"))
+    assert calls == ["fill", "progress", "fill", "progress", "fill"]
+    assert _guessable(job)  # no longer busy
+    left[0] = 1
+    assert not _guessable(job)
+    calls.clear()
+    _await(Job(price=print, memory=0), progress, lambda: calls.append("fill"))
+    assert calls == ["fill"]  # nothing priced elsewhere: no wait
+
+
 def test_idle_workers_change_neither_what_the_search_bounds_nor_the_plan(profile_file, monkeypatch):
     """Idle workers price candidates next in line, their kernels walked to the end ahead of
     their turn (bench.model.search._fill_idle); the search still bounds the moves of the same

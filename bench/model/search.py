@@ -25,6 +25,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from .resumable import Resumable
 from .schedule import Pruned
@@ -62,6 +63,7 @@ class Job:
     refine: Callable[[], float] | None = None
     prefetch: Callable[[], None] | None = None
     speculate: Callable[[], bool] | None = None
+    busy: Callable[[], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -77,13 +79,19 @@ class Priced:
 
 
 def search(
-    jobs: Sequence[Job], keep: int | None, ahead: int = 0, idle: Callable[[], int] | None = None
+    jobs: Sequence[Job],
+    keep: int | None,
+    ahead: int = 0,
+    idle: Callable[[], int] | None = None,
+    progress: Callable[[], None] | None = None,
 ) -> list[Priced | None]:
     """Each job priced, or None where it provably is neither among the ``keep`` smallest keys
     nor on the key/memory Pareto front. ``keep`` None: price every job in full. ``ahead``:
     how many jobs next in line to ``prefetch`` whenever one's extra is bounded or priced
     (with ``keep`` None, any: every job is told first); ``idle()``: how many workers would
-    then still have nothing to do (each given a job to ``speculate`` on: :func:`_fill_idle`)."""
+    then still have nothing to do (each given a job to ``speculate`` on: :func:`_fill_idle`);
+    ``progress()``: wait until some worker finishes what it works on (while the search waits
+    for a ``busy`` job, workers that finish are given more: :func:`_await`)."""
     if keep is None:  # every extra wanted: all named first, for workers to price meanwhile
         if ahead:
             for j in jobs:
@@ -92,14 +100,14 @@ def search(
         return [Priced(j.price(), j.extra() if j.extra else 0.0) for j in jobs]
     walks = [Resumable(j.price) for j in jobs]
     try:
-        return _best_first(jobs, walks, max(keep, 1), ahead, idle)
+        return _best_first(jobs, walks, max(keep, 1), ahead, idle, progress)
     finally:
         for w in walks:
             w.close()
 
 
 def _best_first(
-    jobs: Sequence[Job], walks: list[Resumable], keep: int, ahead: int, idle
+    jobs: Sequence[Job], walks: list[Resumable], keep: int, ahead: int, idle, progress
 ) -> list[Priced | None]:
     out: list[Priced | None] = [None] * len(jobs)
     kernel: list[Prediction | None] = [None] * len(jobs)
@@ -136,13 +144,13 @@ def _best_first(
                 limit = _ahead_limit(bound, kernel[i])
                 _walk_ahead(heap, walks, kernel, walked, low, limit, ahead)
             _prefetch(jobs, heap, (bound, memory, i), ahead, kernel, extra)
-            _fill_idle(jobs, walks, heap, kernel, low, extra, idle)
+            _await(job, progress, partial(_fill_idle, jobs, walks, heap, kernel, low, extra, idle))
             refined[i] = True
             low[i] = max(low[i], job.refine())
             heapq.heappush(heap, (kernel[i].seconds + low[i], memory, i))
         elif extra[i] is None:
             _prefetch(jobs, heap, (bound, memory, i), ahead, kernel, extra)
-            _fill_idle(jobs, walks, heap, kernel, low, extra, idle)
+            _await(job, progress, partial(_fill_idle, jobs, walks, heap, kernel, low, extra, idle))
             extra[i] = job.extra()
             heapq.heappush(heap, (kernel[i].seconds + extra[i], memory, i))
         else:
@@ -192,18 +200,30 @@ def _prefetch(jobs: Sequence[Job], heap: list, now: tuple, ahead: int, kernel, e
             jobs[j].prefetch()
 
 
+def _await(job: Job, progress, fill) -> None:
+    """Before the search asks for ``job``'s extra: ``fill()`` the idle workers, and while a
+    worker still works the extra out, again each time one finishes (``progress()`` waits for
+    that). Filled only before the wait, a worker that finished a cheap guess sat idle while
+    another priced the job waited for (0.15 s at 8192 ranks from block, 8192^3; the plan took
+    1.38-1.58 s so, against 1.50-1.73 before, medians of 5 taking turns on 2 cores)."""
+    fill()
+    while progress is not None and job.busy is not None and job.busy():
+        progress()
+        fill()
+
+
 def _fill_idle(jobs, walks, heap, kernel, low, extra, idle) -> None:
     """Before the search waits for an extra, give each worker ``idle()`` says has nothing to
-    do a job to ``speculate`` on: of the 2 x idle next in the heap whose extras are unknown,
-    their kernels walked to the end (the search would wait meanwhile), the least bounded.
+    do a job to ``speculate`` on: of the 2 x idle next in the heap whose extras are unknown
+    and not being worked out, their kernels walked to the end (the search would wait
+    meanwhile), the least bounded.
     At 8192 ranks from block layouts the moves of 8192^3 were then priced two at a time (the
     plan took 1.03 s, against 1.23 s with the ones named ahead only), where only the one
     needed next is near enough to name ahead (:func:`_prefetch`)."""
     n = 0 if idle is None else idle()
     if n <= 0:
         return
-    near = [j for _, _, j in sorted(heap) if extra[j] is None and jobs[j].speculate is not None]
-    near = near[: 2 * n]
+    near = [j for _, _, j in sorted(heap) if extra[j] is None and _guessable(jobs[j])][: 2 * n]
     for j in near:
         if kernel[j] is None and isinstance(r := walks[j].advance(), Prediction):
             kernel[j] = r
@@ -212,6 +232,11 @@ def _fill_idle(jobs, walks, heap, kernel, low, extra, idle) -> None:
         if n <= 0:
             return
         n -= jobs[j].speculate()
+
+
+def _guessable(job: Job) -> bool:
+    """Whether ``job`` can be given to speculate on (not while a worker works it out)."""
+    return job.speculate is not None and not (job.busy is not None and job.busy())
 
 
 __all__ = ["GROWTH", "Job", "PROBE_EVENTS", "Priced", "search"]
