@@ -3,10 +3,12 @@
     mpiexec -n 2 .venv/bin/python scripts/message_overhead.py [--bytes 8] [--shifts 1000]
         [--laps 3] [--emulate 100gbe,1gbe]
 
-Rank 0 prints, per lap, microseconds per message of: MPI's Sendrecv alone; a shift through
-algorithms/comm.py (events recorded, as a run records them); and, for each preset of
+Rank 0 prints, per lap, microseconds per message of: MPI's Sendrecv alone, and Irecv, Isend
+and Waitall alone; a shift through algorithms/comm.py (events recorded, as a run records them),
+and an ishift and its wait (what an overlapping algorithm sends); and, for each preset of
 ``--emulate``, the same shift held to that network between two emulated nodes
-(``cluster:2,1``). The layer's own cost is the second less the first; an emulated shift should
+(``cluster:2,1``). The layer's own cost is a shift's time less Sendrecv's, an ishift's less
+Irecv, Isend and Waitall's; an emulated shift should
 take about the preset's latency (its alpha plus bytes over bandwidth) where that is longer.
 """
 
@@ -45,12 +47,20 @@ def main() -> int:
     def sendrecv() -> None:
         world.Sendrecv(buf, dest=other, sendtag=7, recvbuf=out, source=other, recvtag=7)
 
-    ways = {"Sendrecv alone": sendrecv}
+    def isend_irecv() -> None:
+        requests = [world.Irecv(out, source=other, tag=7), world.Isend(buf, dest=other, tag=7)]
+        MPI.Request.Waitall(requests)
+
+    ways = {"Sendrecv alone": sendrecv, "Irecv, Isend, Waitall alone": isend_irecv}
     for spec in [None, *filter(None, args.emulate.split(","))]:
         links = None if spec is None else replace(LinkModel.load(spec, tree), emulated=True)
         comm = Comm(mesh, links=links)
         name = "shift through the layer" + (f", held to {spec}" if spec else "")
         ways[name] = lambda comm=comm: comm.shift(buf, "x", 1, out)
+        if spec is None:  # the overlapped shift (algorithms' default): ishift, then its wait
+            ways["ishift and wait through the layer"] = lambda c=comm: c.ishift(
+                buf, "x", 1, out
+            ).wait()
         ways[name + " (reset)"] = comm.reset  # its events and clock, between laps
     for lap in range(args.laps):
         for name, way in ways.items():

@@ -86,7 +86,9 @@ def test_message_overhead_script_times_each_way():
     us = {m[1]: float(m[2]) for m in found if m}
     assert set(us) == {
         "Sendrecv alone",
+        "Irecv, Isend, Waitall alone",
         "shift through the layer",
+        "ishift and wait through the layer",
         "shift through the layer, held to 1gbe",
     }
     assert us["shift through the layer, held to 1gbe"] >= NETWORKS["1gbe"][0] * 1e6  # 50 us
