@@ -163,17 +163,15 @@ def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tu
             f"{kind:<16}{sec:>14.6f}{comm.get(kind, sec):>13.6f}  {src.get(kind, '')}"
             for kind, sec in sorted(pred.phases.items(), key=lambda kv: -kv[1])
         ),
-        *(
-            [
-                f"{'kernel':<16}{pred.seconds:>14.6f}",
-                f"{'redistribute in':<16}{moved.redistribute_in:>14.6f}  "
-                "between nodes: network; inside a node: profile",
-                f"{'redistribute out':<16}{moved.redistribute_out:>14.6f}",
-            ]
-            if moved.seconds
-            else []
+        f"{'kernel':<16}{pred.seconds:>14.6f}   {plan.flops / pred.seconds / 1e9:.1f} GFLOP/s",
+        f"{'redistribute in':<16}{moved.redistribute_in:>14.6f}"
+        + ("  between nodes: network; inside a node: profile" if moved.seconds else ""),
+        f"{'redistribute out':<16}{moved.redistribute_out:>14.6f}",
+        *([f"{'closing barrier':<16}{moved.closing:>14.6f}"] if moved.closing else []),
+        f"{'end-to-end':<16}{total:>14.6f}   {record['predicted_gflops']:.1f} GFLOP/s"
+        + (
+            f"   (relabelling saves {format_bytes(moved.bytes_saved)})" if moved.bytes_saved else ""
         ),
-        f"{'total':<16}{total:>14.6f}   {record['predicted_gflops']:.1f} GFLOP/s",
         f"rank 0 sends {format_bytes(pred.bytes_sent, 'MiB')} in {pred.messages} messages; "
         + ", ".join(f"{lv} {format_bytes(n, 'MiB')}" for lv, n in sorted(pred.level_bytes.items())),
     ]

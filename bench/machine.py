@@ -151,6 +151,25 @@ def abort_job(message: str, code: int) -> None:
     time.sleep(0.3)  # let the launcher forward the message before Abort tears the job down
     unlink_own()  # MPICH's segment, which Abort would leave in /dev/shm
     MPI.COMM_WORLD.Abort(code)
+    os._exit(code)  # MPICH's Abort may return while the launcher ends the job: nothing more
+
+
+def _mpi_error(err, tb) -> str:
+    """One line for an MPI error: most often another rank's end seen by this one (a dead peer
+    fails its messages), where MPI's words and our innermost call say more than a traceback
+    through the communication layer."""
+    root = Path(__file__).resolve().parents[1]
+    ours = [root / p for p in ("algorithms", "bench", "layouts", "topology")]
+    frames = [
+        f
+        for f in traceback.extract_tb(tb)
+        if any(Path(f.filename).resolve().is_relative_to(p) for p in ours)
+    ]
+    at = "".join(f" in {f.name} ({Path(f.filename).name}:{f.lineno})" for f in frames[-1:])
+    return (
+        f"MPI error{at} ({err.Get_error_string().strip()}); another rank may have failed first: "
+        "aborting the job"
+    )
 
 
 def _install_abort_hook() -> None:
@@ -159,6 +178,9 @@ def _install_abort_hook() -> None:
 
         if issubclass(kind, InjectedFault):
             abort_job(f"{value}: aborting the job", 1)
+        mpi = sys.modules.get("mpi4py.MPI")
+        if mpi is not None and issubclass(kind, mpi.Exception):
+            abort_job(_mpi_error(value, tb), 1)
         lines = traceback.format_exception(kind, value, tb)
         abort_job("unexpected error, aborting the job:\n" + "".join(lines).rstrip(), 1)
 

@@ -31,7 +31,7 @@ from .runner import (
     save_trace,
     tree_setup,
 )
-from .units import format_bytes, nonnegative, positive
+from .units import format_bytes, format_seconds, nonnegative, positive
 
 
 def repeat_count(text: str) -> int | str:
@@ -223,6 +223,7 @@ def format_result(r: dict) -> str:
     M, K, N = r["shape"]
     per = r["bytes_sent_per_rank"]
     low, high = r["seconds_ci"]
+    sec = format_seconds
 
     def mib(n: int) -> str:
         return format_bytes(n, "MiB")
@@ -233,10 +234,10 @@ def format_result(r: dict) -> str:
         + (f" {r['params']}" if r["params"] else ""),
         "layouts:",
         *(f"  {name}  {text}" for name, text in r["layouts"].items()),
-        f"time         {r['seconds']:.4f} s median of {r['repeat']} "
-        f"(min {r['seconds_min']:.4f}, max {r['seconds_max']:.4f})   {r['gflops']:.1f} GFLOP/s",
-        f"interval     {low:.4f} .. {high:.4f} s ({r['ci_method']})" + _auto_text(r),
-        f"compute-only {r['compute_seconds']:.4f} s   ratio compute/kernel "
+        f"time         {sec(r['seconds'])} s median of {r['repeat']} "
+        f"(min {sec(r['seconds_min'])}, max {sec(r['seconds_max'])})   {r['gflops']:.1f} GFLOP/s",
+        f"interval     {sec(low)} .. {sec(high)} s ({r['ci_method']})" + _auto_text(r),
+        f"compute-only {sec(r['compute_seconds'])} s   ratio compute/kernel "
         f"{r['compute_ratio']:.3f}",
         f"sent         {mib(r['bytes_sent'])} in total, per rank min {mib(min(per))} / "
         f"max {mib(max(per))}; {r['messages']} messages",
@@ -260,7 +261,7 @@ def format_result(r: dict) -> str:
             at + 1,
             "phases       "
             + ", ".join(
-                f"{p.replace('_', ' ')} {ph[p]['seconds']:.4f} s"
+                f"{p.replace('_', ' ')} {sec(ph[p]['seconds'])} s"
                 + (f" ({mib(max(ph[p]['bytes_sent_per_rank']))}/rank)" if p != "multiply" else "")
                 for p in PHASES
             )
@@ -299,7 +300,7 @@ def format_result(r: dict) -> str:
                 if p != "multiply"
             )
         lines.append(
-            f"model        {r['predicted_seconds']:.4f} s predicted "
+            f"model        {sec(r['predicted_seconds'])} s predicted "
             f"(measured / predicted {r['seconds'] / r['predicted_seconds']:.2f}); {phases}"
         )
     return "\n".join(lines)

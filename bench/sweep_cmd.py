@@ -28,7 +28,7 @@ from .launch import Launcher, add_launcher_arguments, last_line, run_argv, stop_
 from .metadata import as_row, git_state, settings
 from .record import DONE, RETRYABLE, read_table, row_from_result, write_table
 from .sweep_config import configure, plan_runs
-from .units import nonnegative, positive
+from .units import format_seconds, nonnegative, positive
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -126,9 +126,9 @@ def _outcome(row: dict) -> str:
     error."""
     if row["status"] not in ("ok", "wrong"):
         return row["error"]
-    text = f"{float(row['seconds']):.4f} s"
+    text = f"{format_seconds(float(row['seconds']))} s"
     if row.get("layouts_in", "native") != "native" and row.get("multiply_seconds") is not None:
-        text += f" end to end, {float(row['multiply_seconds']):.4f} s multiply"
+        text += f" end to end, {format_seconds(float(row['multiply_seconds']))} s multiply"
     return text
 
 

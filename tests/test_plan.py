@@ -12,7 +12,7 @@ from bench.plan_cmd import near_ties
 from bench.plan_measure import Measured, measure
 from bench.plan_view import NEAR, measured_text, table_rows
 from bench.planner import candidates, plan_chain, recommend, run_set
-from bench.units import parse_bytes
+from bench.units import format_seconds, parse_bytes
 from layouts.endpoints import user_layouts
 
 
@@ -200,6 +200,12 @@ def test_parse_bytes():
     assert parse_bytes("512MiB") == 512 * 2**20
     assert parse_bytes("1000") == 1000
     assert parse_bytes("1.5GB") == 1_500_000_000
+
+
+def test_format_seconds_keeps_three_digits_below_a_millisecond():
+    assert format_seconds(0.0641) == "0.0641" and format_seconds(1.5) == "1.5000"
+    assert format_seconds(0.0007123) == "0.000712" and format_seconds(0.00071) == "0.000710"
+    assert format_seconds(0.0) == "0.0000" and format_seconds(float("nan")) == "nan"
 
 
 def test_planning_is_fast(profile_file):
