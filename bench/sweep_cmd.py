@@ -24,6 +24,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from .errors import UsageError
+from .faults import fault_from_env
 from .launch import Launcher, add_launcher_arguments, last_line, run_argv, stop_on_sigterm
 from .metadata import as_row, git_state, settings
 from .record import DONE, RETRYABLE, read_table, row_from_result, write_table
@@ -105,6 +106,10 @@ def main(args) -> int:
         return 0
     if cfg.get("profile") and not Path(cfg["profile"]).exists():
         raise UsageError(f"profile {cfg['profile']} does not exist")
+    try:  # every run would fail on it, each a row
+        fault_from_env()
+    except ValueError as err:
+        raise UsageError(str(err)) from None
     results.parent.mkdir(parents=True, exist_ok=True)
     where = (cfg.get("hostfile"), cfg.get("ranks_per_node"), cfg["pin"])
     launcher = Launcher.find(args.mpiexec, cfg["launcher"], *where)

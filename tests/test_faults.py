@@ -117,6 +117,25 @@ def test_malformed_fault_is_one_line(monkeypatch):
     ]
 
 
+def test_a_sweep_refuses_a_malformed_fault_before_running(tmp_path):
+    env = dict(os.environ, DISTMM_FAULT="mode=exit,algo=summa")
+    argv = ["sweep", "--algos", "summa", "--ranks", "2", "--shapes", "64,64,64"]
+    argv += ["--results", str(tmp_path / "r.csv")]
+    r = subprocess.run(
+        [sys.executable, "-m", "bench.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 2 and not (tmp_path / "r.csv").exists()
+    assert r.stderr.strip().splitlines() == [
+        "distmm sweep: error: DISTMM_FAULT='mode=exit,algo=summa': factor and algo are for "
+        "mode=delay"
+    ]
+
+
 def test_sweep_records_a_crashed_run_and_goes_on(tmp_path):
     env = dict(os.environ, DISTMM_FAULT="rank=1,phase=gemm,mode=exit")
     since = time.time()
