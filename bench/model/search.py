@@ -205,7 +205,7 @@ def _await(job: Job, progress, fill) -> None:
     worker still works the extra out, again each time one finishes (``progress()`` waits for
     that). Filled only before the wait, a worker that finished a cheap guess sat idle while
     another priced the job waited for (0.15 s at 8192 ranks from block, 8192^3; the plan took
-    1.38-1.58 s so, against 1.50-1.73 before, medians of 5 taking turns on 2 cores)."""
+    1.22-1.29 s so, against 1.48-1.51 before: medians of 5, taking turns, on 2 cores)."""
     fill()
     while progress is not None and job.busy is not None and job.busy():
         progress()
