@@ -109,11 +109,17 @@ class Workers:
     def close(self) -> None:
         """Stop the workers, pricing or not (what is left to price is not wanted)."""
         processes = list((getattr(self.pool, "_processes", None) or {}).values())
+        manager = getattr(self.pool, "_executor_manager_thread", None)  # (shutdown forgets it)
         self.pool.shutdown(wait=False, cancel_futures=True)
         for p in processes:  # (Python 3.14's terminate_workers)
             p.terminate()
         for p in processes:
             p.join()
+        if manager is not None:
+            # its clean-up closes the pipe the interpreter's exit wakes it through: done first,
+            # or at exit the two race (1 plan in about 60 printed "OSError: [Errno 9] Bad file
+            # descriptor" from concurrent.futures' _python_exit)
+            manager.join(timeout=5)
 
 
 def _warm() -> None:
