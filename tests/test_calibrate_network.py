@@ -32,22 +32,25 @@ def test_an_emulated_network_is_measured_back(tmp_path, profile_file, topology):
     assert (net["nodes"], net["ranks_per_node"], net["emulated"]) == (2, 2, "1gbe")
     # the emulation charges a message from a node of 2 ranks n * 2 / bandwidth, one rank alone
     # or every rank at once: 2 lanes of half the bandwidth give that back for any ranks per node
+    # --quick fits the bandwidth to two sizes (64 KiB, 1 MiB) of a few shifts each, with 4 ranks
+    # on this machine's cores: within 10% (two test runs of stop 74 measured a lane at 51.0 and
+    # 61.8 MB/s once each; a wrong share of the link would be off by 2x)
     link = net["links"]["node"]
     assert link["lanes"] == 2
-    assert link["bandwidth"] == pytest.approx(bandwidth / 2, rel=0.05)
-    assert net["node_bandwidth"] == pytest.approx(bandwidth, rel=0.05)
+    assert link["bandwidth"] == pytest.approx(bandwidth / 2, rel=0.1)
+    assert net["node_bandwidth"] == pytest.approx(bandwidth, rel=0.1)
     # held to 50 us at least; the rest is this machine's MPI with 4 ranks on its cores
     assert alpha <= link["alpha"] < 20 * alpha
     for nodes_ranks in ("4,2", "2,4"):  # priced as the preset is, at other sizes too
         tree = parse_topology(f"cluster:{nodes_ranks}")
         measured = LinkModel.load(str(out), tree)
         assert measured.measured and measured.alpha_beta("node")[1] == pytest.approx(
-            LinkModel.load("1gbe", tree).alpha_beta("node")[1], rel=0.05
+            LinkModel.load("1gbe", tree).alpha_beta("node")[1], rel=0.1
         )
     # one rank alone was measured at half the node's bandwidth (the emulation shares the link
     # among the node's 2 ranks whoever sends): one rank a node is priced at that, not more
     one = LinkModel.load(str(out), parse_topology("cluster:8,1")).alpha_beta("node")[1]
-    assert one == pytest.approx(2 / bandwidth, rel=0.05)
+    assert one == pytest.approx(2 / bandwidth, rel=0.1)
 
     r = distmm("predict", "cannon", "--shape", "512,512,512", "--topology", "cluster:2,2",
                "--profile", str(out))  # fmt: skip
