@@ -113,10 +113,6 @@ class Comm:
         return sum(e.messages for e in self.events)
 
     def _record(self, **kw) -> Event:
-        return self._recorded(kw)
-
-    def _recorded(self, kw: dict) -> Event:
-        """The event of fields ``kw`` (with ``disp``: a shift's displacement), recorded."""
         if self.fault is not None:
             self.fault(kw["kind"])
         if self.binding is not None and kw["kind"] in COMM_KINDS:
@@ -197,21 +193,18 @@ class Comm:
     def _shift_event(self, buf: np.ndarray, axis: str, disp: int, overlapped: bool):
         """Record a ring shift of ``buf`` by ``disp`` along ``axis``; None when nothing moves
         (a ring of one, or a whole turn)."""
-        axes, g, _ = self._group_of(axis)
+        (axis,), g = self._group(axis)
         if g == 1 or disp % g == 0:
             return None
-        n = buf.nbytes
-        return self._recorded(
-            {
-                "kind": "shift",
-                "axes": axes,
-                "group": g,
-                "nbytes": n,
-                "sent": n,
-                "messages": 1,
-                "overlapped": overlapped,
-                "disp": disp,
-            }
+        return self._record(
+            kind="shift",
+            axes=(axis,),
+            group=g,
+            nbytes=buf.nbytes,
+            sent=buf.nbytes,
+            messages=1,
+            overlapped=overlapped,
+            disp=disp,
         )
 
     def ishift(self, buf: np.ndarray, axis: str, disp: int, out: np.ndarray) -> Pending:
@@ -222,13 +215,12 @@ class Comm:
             return Pending(result=buf)
         if not self.execute:
             return self._pending([], buf)
-        started = time.perf_counter() if self.clock is not None else 0.0
+        started = time.perf_counter()
         comm = self.mesh.sub(axis)
         src, dst = self.mesh.ring(axis, disp)
         reqs = [comm.Irecv(out, source=src, tag=7), comm.Isend(buf, dest=dst, tag=7)]
         pending = self._pending(reqs, out)
-        if self.clock is not None:
-            pending.hold = self.clock.hold(ev, started, disp)
+        pending.hold = self._hold(ev, started, disp)
         return pending
 
     def shift(self, buf: np.ndarray, axis: str, disp: int, out: np.ndarray) -> np.ndarray:
