@@ -137,6 +137,37 @@ def test_the_search_names_ahead_only_jobs_walked_and_bounded_near():
     assert named == [0, 1]
 
 
+def test_the_search_walks_ahead_only_what_it_can_name():
+    """Kernels are walked ahead of their turn (bench.model.search._walk_ahead) only as many as
+    the jobs already walked within the limit leave for the prefetch to name (on a cluster each
+    job priced had 8 more walked to the end: 123 for the 17 the search needed)."""
+    from bench.model.search import _walk_ahead
+    from bench.model.walk import Prediction
+
+    class Walk:
+        def __init__(self, k):
+            self.k = k
+
+        def advance(self, limit):
+            advanced.append(self.k)
+            return Prediction(1.0, {}, 0, 0, 0, 1.0)  # walked to the end
+
+    advanced = []
+    exact = types.SimpleNamespace(seconds=1.0)
+    kernel = [exact, exact, None, None, None, None, None]
+    extra = [None, 0.1, None, None, None, None, None]  # job 1 priced: not one to name
+    heap = [(0.9 + 0.01 * k, 0, k) for k in range(6)] + [(2.0, 0, 6)]  # job 6 beyond the limit
+    walks, low = [Walk(k) for k in range(7)], [0.0] * 7
+    _walk_ahead(heap, walks, kernel, [0] * 7, low, extra, 1.5, 3)
+    assert advanced == [2, 3]  # job 0 is ready: two more make the three the prefetch names
+    assert kernel[2] is not None and kernel[3] is not None
+    advanced.clear()
+    _walk_ahead(heap, walks, kernel, [0] * 7, low, extra, 1.5, 3)
+    assert advanced == []  # three ready within the limit already
+    _walk_ahead(heap, walks, kernel, [0] * 7, low, extra, 1.5, 5)
+    assert advanced == [4, 5]  # never job 6, bounded past the limit
+
+
 def test_while_the_search_waits_for_a_worker_the_idle_ones_are_given_more():
     """The search waits for a candidate a worker prices one worker finish at a time
     (``progress``), filling the idle workers before and after each (bench.model.search._await);

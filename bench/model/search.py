@@ -142,7 +142,7 @@ def _best_first(
         elif not refined[i]:
             if ahead and jobs[i].prefetch is not None:
                 limit = _ahead_limit(bound, kernel[i])
-                _walk_ahead(heap, walks, kernel, walked, low, limit, ahead)
+                _walk_ahead(heap, walks, kernel, walked, low, extra, limit, ahead)
             _prefetch(jobs, heap, (bound, memory, i), ahead, kernel, extra)
             _await(job, progress, partial(_fill_idle, jobs, walks, heap, kernel, low, extra, idle))
             refined[i] = True
@@ -167,14 +167,19 @@ def _ahead_limit(bound: float, kernel: Prediction) -> float:
     return bound + AHEAD_WITHIN * (bound - kernel.seconds)
 
 
-def _walk_ahead(heap, walks, kernel, walked, low, limit: float, ahead: int) -> None:
+def _walk_ahead(heap, walks, kernel, walked, low, extra, limit: float, ahead: int) -> None:
     """Walk on the kernels of up to ``ahead`` jobs next in the heap bounded within ``limit``
     until each ends or its bound passes the limit, so that :func:`_prefetch` can tell the
     near ones (walks stopped early by what their algorithms promise left none ended, and
     workers idle: 8 prices of 8192^3 at P = 8192 from block one after another). Their heap
-    entries stay lower bounds (the search puts each back by its exact one when popped)."""
-    near = [j for b, _, j in sorted(heap) if b <= limit and kernel[j] is None][:ahead]
-    for j in near:
+    entries stay lower bounds (the search puts each back by its exact one when popped). Only
+    as many as :func:`_prefetch` could name beside those within the limit walked already: on a
+    cluster, where candidates' kernels lie within a few percent, each job priced had 8 more
+    walked to the end, 123 in all where the search needed 17 (2.1 s where a plan without
+    workers takes 1.3)."""
+    near = [j for b, _, j in sorted(heap) if b <= limit]
+    ready = sum(kernel[j] is not None and extra[j] is None for j in near)
+    for j in [j for j in near if kernel[j] is None][: max(ahead - ready, 0)]:
         r = walks[j].advance(limit - low[j])
         if isinstance(r, Prediction):
             kernel[j] = r
