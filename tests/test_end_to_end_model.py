@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 from conftest import PROFILE
-from launch import distmm
+from launch import distmm, distmm_mpi
 
 from algorithms import ALGORITHMS, get
 from bench.model import Profile, move_seconds, plan_moves, price_moves, transfer_seconds
@@ -117,6 +117,23 @@ def test_predict_end_to_end(profile_file):
     r = distmm("predict", "summa", "--shape", "64,64,64", "--grid", "2,2", "--profile",
                str(profile_file), "--layouts", "block")  # fmt: skip
     assert r.returncode == 0 and "end-to-end" in r.stdout and "redistribute in" in r.stdout
+
+
+@pytest.mark.timeout(120)
+def test_a_run_predicts_what_predict_does(profile_file):
+    """`distmm run --profile` prices its moves as `predict` and `plan` do (from the sparse
+    overlaps, with the order the run used: worked out on rank 0 and broadcast)."""
+    args = ("summa", "--shape", "48,40,56", "--layouts", "cols", "--profile", str(profile_file))
+    r = distmm_mpi(4, "run", *args, "--repeat", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    run = json.loads(r.stdout)
+    r = distmm("predict", *args, "--grid", "2,2", "--ranks-per-node", "4", "--json")
+    assert r.returncode == 0, r.stderr
+    alone = json.loads(r.stdout)
+    keys = [k for k in alone if k.startswith("predicted_") and k.endswith("_seconds")]
+    assert len(keys) == 5 and run["predicted_redistribute_in_seconds"] > 0
+    for k in keys:
+        assert run[k] == pytest.approx(alone[k], rel=1e-12), k
 
 
 def test_relabelling_a_permuted_native_layout_moves_nothing(profile_file):

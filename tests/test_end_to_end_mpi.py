@@ -84,3 +84,25 @@ def test_native_up_to_a_rank_permutation_moves_nothing():
         assert r["phases"][phase]["bytes_sent_per_rank"] == [0] * P
     if p != q and min(p, q) > 1:
         assert r["relabel"]["bytes_saved"] > 0 and not e2e.relabelling.is_identity
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(60)
+def test_the_relabelling_is_worked_out_on_rank_0_and_broadcast(monkeypatch):
+    """end_to_end with the job's communicator: rank 0's relabelling on every rank (the same as
+    each computing it alone), and where rank 0's counting refuses the moves, every rank raises
+    its one-line error (the others' limit left as it is: they counted nothing)."""
+    import layouts.endpoints as endpoints
+    from layouts.tensorlayout import LayoutError
+
+    world = MPI.COMM_WORLD
+    plan = get("summa").plan(SHAPE, P, overlap=True)
+    specs = dict.fromkeys("ABC", "cols")
+    assert end_to_end(specs, plan, 8, comm=world) == end_to_end(specs, plan, 8)
+    if world.Get_rank() == 0:
+        monkeypatch.setattr(endpoints, "MAX_PAIRS", 0)
+    if P == 1:  # nothing to broadcast: counted here
+        return
+    with pytest.raises(LayoutError, match="pair up to") as err:
+        end_to_end(specs, plan, 8, comm=world)
+    assert "\n" not in str(err.value)
