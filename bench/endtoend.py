@@ -57,6 +57,7 @@ class EndToEnd:
                 "bytes_before": r.bytes_before,
                 "bytes_after": r.bytes_after,
                 "bytes_saved": r.bytes_saved,
+                "counted": r.counted,  # False: too many rank pairs to match, the order laid
             },
         }
 

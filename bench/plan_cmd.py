@@ -262,7 +262,7 @@ def main(args) -> int:
     if cands.uncountable:
         pruned += (
             f" ({cands.uncountable} left out: their moves pair too many ranks to count, "
-            "layouts.endpoints.MAX_PAIRS)"
+            "layouts.endpoints.MAX_STREAMED)"
         )
     by = (
         f"end-to-end time from layouts {label(users)}"

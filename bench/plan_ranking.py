@@ -19,7 +19,8 @@ import math
 import numpy as np
 
 from algorithms import get
-from layouts.endpoints import move_overlaps, pair_bounds
+from layouts import endpoints
+from layouts.endpoints import check_pairs, move_overlaps, pair_bounds
 from layouts.tensorlayout import TooManyPairs
 
 from .model import MovePrice, Profile, plan_moves, price_moves, setup_seconds
@@ -159,7 +160,7 @@ class Redistributions:
                 *self._args(plan.P),
                 self.relabel,
                 self.links,
-                overlaps,
+                None if overlaps is _DENSE else overlaps,  # (dense: counted as they come)
                 self.tree,
                 placed,
             )
@@ -208,8 +209,13 @@ class Redistributions:
             all_moves = plan_moves(self.users, plan)
             try:
                 overlaps = move_overlaps(all_moves)
-            except TooManyPairs as err:  # any other LayoutError is a fault: it surfaces
-                return self._refuse(plan, str(err), all_moves)
+            except TooManyPairs:  # any other LayoutError is a fault: it surfaces
+                try:  # too many to hold: priced as they come (bench/model/dense_moves.py)
+                    check_pairs(all_moves, endpoints.MAX_STREAMED, "counts")
+                except TooManyPairs as err:
+                    return self._refuse(plan, str(err), all_moves)
+                self.overlaps[key] = (all_moves, _DENSE, self.lower_bound(plan))
+                return self.overlaps[key]
             bound = overlap_bound(all_moves, overlaps, *self._args(plan.P), self.links)
             self.overlaps[key] = (all_moves, overlaps, bound)
         return self.overlaps[key]
@@ -223,6 +229,8 @@ class Redistributions:
         c.words += p.words
 
 
+# the overlaps entry of moves pairing too many ranks to hold (layouts.endpoints.MAX_PAIRS)
+_DENSE = "dense"
 # the price of moves pairing too many ranks to count: ranked after every other
 _UNCOUNTABLE = MovePrice(math.inf, 0.0, 0, None, 0)
 

@@ -72,23 +72,76 @@ def overlap_pairs(
     """:func:`overlap_counts` sparse: (s, d, count, needed), the nonzero entries of H (each
     pair once, sorted by s * P + d) and needed; no P x P array, for large P."""
     P = src_mesh.size
-    splace, dplace, per_dim = _counting(src, src_mesh, dst, dst_mesh)
     pairs, counts = [], []
     needed = np.zeros(P, np.int64)
-    for sbase, sres, dbase, dres, count in _keys(per_dim, splace, dplace):
-        sh, dh = splace.holders[sres], dplace.holders[dres]
-        d = dbase[:, None] + dh
-        w = np.broadcast_to(count[:, None], d.shape)
-        held = dh >= 0
+    for d, w, held, sources in _entries(src, src_mesh, dst, dst_mesh):
         if held.all():  # every residue held by as many: no padding to leave out
             needed += np.rint(np.bincount(d.ravel(), w.ravel(), minlength=P)).astype(np.int64)
         else:
             needed += np.rint(np.bincount(d[held], w[held], minlength=P)).astype(np.int64)
-        for k in range(sh.shape[1]):
-            real = (sh[:, k] >= 0)[:, None] & held
-            pairs.append(((sbase + sh[:, k])[:, None] * P + d)[real])
+        for s, real in sources:
+            pairs.append((s[:, None] * P + d)[real])
             counts.append(w[real])
     return (*summed_pairs(pairs, counts, P), needed)
+
+
+def overlap_chunks(
+    src: TensorLayout, src_mesh: AbstractMesh, dst: TensorLayout, dst_mesh: AbstractMesh
+):
+    """:func:`overlap_pairs`' entries a chunk of key combinations at a time, never all held:
+    yields (s, d, count, runs) arrays, a pair possibly again in a later chunk (sum them), with
+    the runs of consecutive elements each entry's count is made of (what :func:`piece_counts`
+    counts), for moves whose pairs are too many to hold (layouts.endpoints.MAX_PAIRS)."""
+    for d, w, _, sources, r in _entries(src, src_mesh, dst, dst_mesh, runs=True):
+        for s, real in sources:
+            yield np.broadcast_to(s[:, None], d.shape)[real], d[real], w[real], r[real]
+
+
+def moved_elements(
+    src: TensorLayout,
+    src_mesh: AbstractMesh,
+    dst: TensorLayout,
+    dst_mesh: AbstractMesh,
+    host: np.ndarray,
+) -> int:
+    """Elements moving between ranks in ``src`` -> ``dst`` where destination rank d keeps
+    what source rank ``host[d]`` holds of its part (the rest of what it needs moves), counted
+    a chunk at a time: what :func:`overlap_pairs` gives as ``needed.sum()`` less the kept
+    entries, for moves whose pairs are too many to hold."""
+    moved = 0
+    for d, w, held, sources in _entries(src, src_mesh, dst, dst_mesh):
+        moved += int(w[held].sum())
+        on = host[np.where(held, d, 0)]
+        for s, real in sources:
+            moved -= int(w[real & (s[:, None] == on)].sum())
+    return moved
+
+
+def _entries(
+    src: TensorLayout,
+    src_mesh: AbstractMesh,
+    dst: TensorLayout,
+    dst_mesh: AbstractMesh,
+    runs: bool = False,
+):
+    """Per chunk of :func:`_keys` (at most _CHUNK entries, holders counted): (d, w, held,
+    sources): the destination ranks of each key combination's holders (a column each), its
+    elements ``w`` alike, which are held (not padding), and per source holder (s, the entries
+    it holds); with ``runs``, then the runs of those elements alike."""
+    splace, dplace, per_dim = _counting(src, src_mesh, dst, dst_mesh)
+    step = max(1, _CHUNK // (splace.holders.shape[1] * dplace.holders.shape[1]))
+    for sbase, sres, dbase, dres, *weights in _keys(
+        per_dim, splace, dplace, None if runs else False
+    ):
+        for lo in range(0, sbase.size, step):
+            at = slice(lo, lo + step)
+            sh, dh = splace.holders[sres[at]], dplace.holders[dres[at]]
+            d = dbase[at, None] + dh
+            held = dh >= 0
+            s = sbase[at]
+            sources = [(s + sh[:, k], (sh[:, k] >= 0)[:, None] & held) for k in range(sh.shape[1])]
+            out = [np.broadcast_to(w[at, None], d.shape) for w in weights]
+            yield d, out[0], held, sources, *out[1:]
 
 
 def summed_pairs(keys: list, counts: list, P: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -280,26 +333,26 @@ def _per_dim(src: TensorLayout, splace: Placement, dplace: Placement) -> list:
     return per_dim
 
 
-def _keys(per_dim: list, splace: Placement, dplace: Placement, runs: bool = False):
+def _keys(per_dim: list, splace: Placement, dplace: Placement, runs: bool | None = False):
     """Yield (src base rank, src residue, dst base rank, dst residue, element count) arrays
     over the logical elements, grouped: :func:`_per_dim`'s rows combined across dimensions;
     with ``runs``, in place of the elements the contiguous runs of them (rows of the blocks
-    are C-ordered: a run is consecutive indices of the last dimension)."""
+    are C-ordered: a run is consecutive indices of the last dimension); ``runs`` None: both,
+    (..., elements, runs)."""
     keys, counts, last_runs = per_dim[-1]
-    if runs:
-        counts = last_runs
+    weights = [last_runs] if runs else [counts] if runs is False else [counts, last_runs]
     for k, c, _ in reversed(per_dim[1:-1]):  # the inner dimensions, fully combined
         keys = (k[:, None, :] + keys[None, :, :]).reshape(-1, 4)
-        counts = np.outer(c, counts).ravel()
+        weights = [np.outer(c, w).ravel() for w in weights]
     first, first_counts = (
         per_dim[0][:2] if len(per_dim) > 1 else (np.zeros((1, 4), np.int64), np.ones(1, np.int64))
     )
     step = max(1, _CHUNK // max(1, len(keys)))
     for lo in range(0, len(first), step):
         part = first[lo : lo + step]
-        c = np.outer(first_counts[lo : lo + step], counts).ravel()
+        cs = [np.outer(first_counts[lo : lo + step], w).ravel() for w in weights]
         sbase, sres, dbase, dres = (np.add.outer(part[:, j], keys[:, j]).ravel() for j in range(4))
-        yield sbase, _residues(sres, splace.n_time), dbase, _residues(dres, dplace.n_time), c
+        yield sbase, _residues(sres, splace.n_time), dbase, _residues(dres, dplace.n_time), *cs
 
 
 def _residues(parts: np.ndarray, n_time: int) -> np.ndarray:
@@ -315,8 +368,10 @@ __all__ = [
     "group_max",
     "held_table",
     "holds",
+    "overlap_chunks",
     "overlap_counts",
     "overlap_pairs",
+    "moved_elements",
     "placements",
     "summed_pairs",
     "summed",

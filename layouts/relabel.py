@@ -51,6 +51,9 @@ class Relabelling:
     ranks: tuple[int, ...]
     bytes_before: int  # moved with the identity order (rank d of the mesh on rank d)
     bytes_after: int  # moved with ``ranks``
+    # False: the moves paired too many ranks to match (layouts.endpoints.MAX_PAIRS), the
+    # order is the one laid, not chosen
+    counted: bool = True
 
     @property
     def bytes_saved(self) -> int:

@@ -90,19 +90,43 @@ def test_native_up_to_a_rank_permutation_moves_nothing():
 @pytest.mark.timeout(60)
 def test_the_relabelling_is_worked_out_on_rank_0_and_broadcast(monkeypatch):
     """end_to_end with the job's communicator: rank 0's relabelling on every rank (the same as
-    each computing it alone), and where rank 0's counting refuses the moves, every rank raises
-    its one-line error (the others' limit left as it is: they counted nothing)."""
+    each computing it alone; the order laid where rank 0 finds too many pairs to match), and
+    where rank 0's counting refuses the moves, every rank raises its one-line error (the
+    others' limits left as they are: they count nothing)."""
     import layouts.endpoints as endpoints
     from layouts.tensorlayout import LayoutError
 
     world = MPI.COMM_WORLD
     plan = get("summa").plan(SHAPE, P, overlap=True)
     specs = dict.fromkeys("ABC", "cols")
-    assert end_to_end(specs, plan, 8, comm=world) == end_to_end(specs, plan, 8)
-    if world.Get_rank() == 0:
-        monkeypatch.setattr(endpoints, "MAX_PAIRS", 0)
+    alone = end_to_end(specs, plan, 8)
+    assert end_to_end(specs, plan, 8, comm=world) == alone
     if P == 1:  # nothing to broadcast: counted here
         return
+    if world.Get_rank() == 0:  # too many pairs to match, on rank 0 alone: the order laid
+        monkeypatch.setattr(endpoints, "MAX_PAIRS", 0)
+    laid = end_to_end(specs, plan, 8, comm=world).relabelling
+    assert not laid.counted and laid.ranks == tuple(range(P))
+    assert laid.bytes_after == alone.relabelling.bytes_before
+    if world.Get_rank() == 0:  # ... and too many to count
+        monkeypatch.setattr(endpoints, "MAX_STREAMED", 0)
     with pytest.raises(LayoutError, match="pair up to") as err:
         end_to_end(specs, plan, 8, comm=world)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+def test_moves_too_dense_to_match_run_in_the_order_laid(monkeypatch):
+    """Moves of more rank pairs than distmm holds (layouts.endpoints.MAX_PAIRS) are not
+    relabelled: the run keeps the mesh as laid, verifies, and sends what it says it moves."""
+    import layouts.endpoints as endpoints
+
+    monkeypatch.setattr(endpoints, "MAX_PAIRS", 0)
+    r, e2e = run_e2e("summa", SPECS[0])
+    assert r["verified"] and not e2e.relabelling.counted
+    assert e2e.relabelling.is_identity and r["relabel"]["counted"] is False
+    counted = {p: r["phases"][p]["bytes_sent_per_rank"] for p in expected_bytes(e2e)}
+    assert counted == expected_bytes(e2e)
+    assert r["relabel"]["bytes_after"] == r["relabel"]["bytes_before"]
+    assert r["relabel"]["bytes_after"] == sum(map(sum, counted.values()))

@@ -1,6 +1,7 @@
-"""The redistribution counting's limit (layouts.endpoints.MAX_PAIRS): moves whose rank pairs
-would take more memory than a node has are refused with one line before any is made; the
-planner leaves such candidates out and says so (serial, no MPI)."""
+"""The redistribution counting's limits (layouts.endpoints): moves of more rank pairs than
+MAX_PAIRS are not held (nor relabelled) but counted as they come, those of more than
+MAX_STREAMED are refused with one line before any is counted; the planner leaves such
+candidates out and says so (serial, no MPI)."""
 
 from __future__ import annotations
 
@@ -40,12 +41,12 @@ def test_moves_beyond_the_limit_are_refused_in_one_line(monkeypatch):
     bound = sum(pair_bounds(moves))
     assert len(move_overlaps(moves)) == 3
     monkeypatch.setattr(endpoints, "MAX_PAIRS", bound - 1)
-    with pytest.raises(LayoutError, match="more than the .* distmm counts") as err:
+    with pytest.raises(LayoutError, match="more than the .* distmm holds") as err:
         move_overlaps(moves)
     assert "\n" not in str(err.value) and f"pair up to {bound:,} " in str(err.value)
     assert str(err.value).startswith("moving '")  # valid layouts: not "invalid layout"
-    with pytest.raises(LayoutError, match="pair up to"):  # the run's relabelling too
-        endpoints.relabelling(moves, 4)
+    laid = endpoints.relabelling(moves, 4)  # the run's relabelling keeps the order laid
+    assert not laid.counted and laid.ranks == (0, 1, 2, 3) and laid.bytes_after > 0
 
 
 def test_the_planner_leaves_uncountable_candidates_out(monkeypatch, profile_file):
@@ -55,13 +56,17 @@ def test_the_planner_leaves_uncountable_candidates_out(monkeypatch, profile_file
     assert everything.uncountable == 0
     bounds = sorted({sum(pair_bounds(plan_moves(users, c.plan))) for c in everything})
     assert len(bounds) > 1  # a limit between them leaves some candidates in, some out
-    monkeypatch.setattr(endpoints, "MAX_PAIRS", bounds[0])
+    monkeypatch.setattr(endpoints, "MAX_PAIRS", bounds[0])  # the others counted as they come
+    dense = candidates(SHAPE, 4, profile, users=users)
+    assert dense.uncountable == 0 and len(dense) == len(everything)
+    monkeypatch.setattr(endpoints, "MAX_STREAMED", bounds[0])  # ... or not at all
     some = candidates(SHAPE, 4, profile, users=users)
     assert some and some.uncountable == len(everything) - len(some)
     for c in some:
         moves = plan_moves(users, c.plan)
         assert sum(pair_bounds(moves)) <= bounds[0]
     monkeypatch.setattr(endpoints, "MAX_PAIRS", 0)
+    monkeypatch.setattr(endpoints, "MAX_STREAMED", 0)
     with pytest.raises(UsageError, match="no candidate can be priced end to end"):
         candidates(SHAPE, 4, profile, users=users)
 

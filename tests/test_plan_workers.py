@@ -86,14 +86,20 @@ def test_a_dead_worker_leaves_its_prices_to_the_parent(profile_file, monkeypatch
     assert _table(_plan(CASES[1], profile, keep=5, workers=2)) == _table(alone)
 
 
-def test_moves_a_worker_cannot_count_are_left_out_as_alone(profile_file, monkeypatch):
+@pytest.mark.parametrize("limits", [("MAX_PAIRS",), ("MAX_PAIRS", "MAX_STREAMED")])
+def test_moves_a_worker_cannot_hold_are_priced_or_left_out_as_alone(
+    profile_file, monkeypatch, limits
+):
+    """Moves of more pairs than MAX_PAIRS are counted as they come (bench/model/dense_moves.py),
+    of more than MAX_STREAMED left out: by workers as alone."""
     profile = Profile.load(profile_file)
     shape, P, layouts, _, _ = CASES[1]
     users = user_layouts(dict.fromkeys("ABC", layouts), shape, P)
     bounds = sorted({sum(pair_bounds(plan_moves(users, c.plan))) for c in _plan(CASES[1], profile)})
-    monkeypatch.setattr(endpoints, "MAX_PAIRS", bounds[0])  # some candidates refused
+    for limit in limits:
+        monkeypatch.setattr(endpoints, limit, bounds[0])
     alone = _plan(CASES[1], profile, keep=5, workers=0)
-    assert alone.uncountable > 0
+    assert (alone.uncountable > 0) == (len(limits) == 2)
     assert _table(_plan(CASES[1], profile, keep=5, workers=2)) == _table(alone)
 
 

@@ -1,20 +1,18 @@
 """What moving a tensor from one layout to another costs: the elements every pair of ranks
-exchanges (layouts/transfer.exchange_counts, the counts the real Alltoallv sends), priced with
-the layout changes calibrate timed at each rank count (Profile.alltoallv_seconds: a start and
-costs per message, byte sent and byte copied, the node's cores sharing every rank's part).
-A profile from before that was measured prices it as the calibrated all-to-all
-(Profile.exchange: the pairwise-exchange formula and factor of ``Profile.collective("alltoall",
-...)``). On a cluster the messages between nodes are priced by the network's links instead
-(topology.links.LinkModel.exchange), as the kernel's are."""
+exchanges (layouts/transfer.exchange_counts, what the real Alltoallv sends), priced by the
+layout changes calibrate timed at each rank count (Profile.alltoallv_seconds: a start and costs
+per message, byte sent and byte copied, the node's cores sharing every rank's part), or by an
+older profile's all-to-all (Profile.exchange: the pairwise-exchange formula and factor of
+``Profile.collective("alltoall", ...)``). On a cluster the network's links price the messages
+between nodes (topology.links.LinkModel.exchange), as the kernel's."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 
 import numpy as np
 
-from layouts.counting import exchange_counts, piece_counts, summed_pairs
+from layouts.counting import exchange_counts, summed_pairs
 from layouts.endpoints import (
     Move,
     UserLayout,
@@ -24,41 +22,22 @@ from layouts.endpoints import (
     relabelling,
 )
 from layouts.redistribute import one_holder
-from layouts.tensorlayout import TensorLayout
+from layouts.tensorlayout import TensorLayout, TooManyPairs
 from topology.hierarchy import subtrees_of
 from topology.mesh import AbstractMesh
 
+from .dense_moves import streamed_price
+from .move_price import (
+    MovePrice,
+    _reduced,
+    ending_barriers,
+    phase_barrier,
+    phase_end,
+    phase_pieces,
+    ranks_seconds,
+)
 from .phase_loads import PhasePairs
 from .profile import Profile
-from .walk import barrier_seconds
-
-
-@dataclass(frozen=True)
-class MovePrice:
-    """An end-to-end run's moves priced: seconds in (A, B, and the barrier ending the phase)
-    and out (C), the elements the busiest rank sends or receives in each move (summed over
-    moves), the relabelling used, and the barrier closing the repetition after the moves out
-    (bench/runner.py), which the end-to-end time holds but no phase."""
-
-    redistribute_in: float
-    redistribute_out: float
-    words: int
-    ranks: tuple[int, ...] | None  # native mesh rank d runs on job rank ranks[d]
-    bytes_saved: int  # by the relabelling, against the identity order
-    closing: float = 0.0
-    has_moves: bool = True  # False: every layout native, nothing timed but the multiplication
-
-    @property
-    def seconds(self) -> float:
-        return self.redistribute_in + self.redistribute_out + self.closing
-
-    def with_setup(self, seconds: float) -> MovePrice:
-        """This price with the algorithm's prepare (bench.model.schedule.setup_seconds) in the
-        phase in, where a run with moves prepares; without moves nothing is timed before the
-        multiplication."""
-        if not self.has_moves:
-            return self
-        return replace(self, redistribute_in=self.redistribute_in + seconds)
 
 
 def pairs_seconds(
@@ -73,18 +52,15 @@ def pairs_seconds(
     pieces=None,
 ) -> float:
     """Seconds for one redistribution in which job rank ``src[i]`` sends ``count[i]`` elements
-    to ``dst[i]`` (each pair once; src == dst: kept, a local copy), at ``ranks_per_node``.
-    Where calibrate timed layout changes at each rank count, its coefficients price the
-    :func:`loads` (Profile.alltoallv_seconds); else (older profiles) each rank's messages and
-    bytes, the larger of what it sends and receives, are priced by Profile.exchange and its
-    packing, unpacking and keeping at the profile's copy bandwidth, slowed as GEMMs are where
-    ranks share cores, the busiest rank's time. With ``links`` (a cluster's network:
-    topology.links.LinkModel, job rank = tree rank) the messages crossing a priced level are
-    priced by the links instead (LinkModel.exchange), the two parts running at once; emulated
-    links (LinkModel.emulated) are held after the messages really moved here, so those are
-    priced both ways and the dearer counts (the links' with the barrier after: phase_end).
-    ``pieces``: the pieces each job rank copies (:func:`phase_pieces`; None: none counted).
-    Nothing moving between ranks costs nothing."""
+    to ``dst[i]`` (each pair once; src == dst: kept, a local copy), at ``ranks_per_node``:
+    calibrate's coefficients for layout changes price the :func:`loads` (Profile.
+    alltoallv_seconds); older profiles price each rank's messages and bytes, the larger of
+    what it sends and receives, by Profile.exchange and its packing, unpacking and keeping at
+    the copy bandwidth (slowed as GEMMs are where ranks share cores), the busiest rank's time.
+    With ``links`` (a cluster's network, topology.links.LinkModel; job rank = tree rank) the
+    links price the messages crossing a priced level (LinkModel.exchange), the two parts at
+    once; emulated links hold messages that really moved here: priced both ways, the dearer
+    counts. ``pieces``: the pieces each job rank copies (:func:`phase_pieces`; None: none)."""
     src, dst, count = (np.asarray(x, np.int64) for x in (src, dst, count))
     off = src != dst
     if not count[off].any():
@@ -102,32 +78,6 @@ def pairs_seconds(
     return ranks_seconds(per_rank, profile, itemsize, ranks_per_node, linked, pieces)
 
 
-def ranks_seconds(
-    per_rank: tuple,
-    profile: Profile,
-    itemsize: int,
-    ranks_per_node: int,
-    linked=None,
-    pieces=None,
-) -> float:
-    """:func:`pairs_seconds` from the per-rank (messages, elements, copied) of the messages
-    priced on this machine (:func:`_per_rank`) and ``linked``, each rank's seconds of those
-    the links price (None: none), and ``pieces`` per rank (None: none counted)."""
-    messages, elements, copied = per_rank
-    at = profile.at(ranks_per_node)
-    if at.alltoallv is not None:
-        per_core = max(ranks_per_node / profile.cores, 1.0)
-        load = _reduced(messages, elements, copied, itemsize, per_core, pieces)
-        seconds = at.alltoallv_seconds(load)
-        return seconds if linked is None else max(seconds, float(linked.max()))
-    per_rank = np.where(elements > 0, at.exchange(messages, elements * itemsize), 0.0)
-    per_rank = per_rank * at.comm_scale
-    if linked is not None:
-        per_rank = np.maximum(per_rank, linked)
-    slow = profile.slowdown(ranks_per_node)
-    return float(np.max(per_rank + copied * itemsize / profile.copy_bandwidth * slow))
-
-
 def loads(src, dst, count, P: int, itemsize: int, per_core: float, sent=None, pieces=None) -> tuple:
     """(messages, bytes, copied bytes, pieces) of a redistribution in which rank ``src[i]``
     sends ``count[i]`` elements to ``dst[i]`` (src == dst: kept), as calibrate's coefficients
@@ -140,16 +90,6 @@ def loads(src, dst, count, P: int, itemsize: int, per_core: float, sent=None, pi
     src, dst, count = (np.asarray(x, np.int64) for x in (src, dst, count))
     messages, elements, copied = _per_rank(src, dst, count, P, src != dst if sent is None else sent)
     return _reduced(messages, elements, copied, itemsize, per_core, pieces)
-
-
-def _reduced(messages, elements, copied, itemsize: int, per_core: float, pieces=None) -> tuple:
-    """:func:`loads` from the per-rank figures."""
-    out = []
-    pieces = np.zeros(1) if pieces is None else pieces
-    for x in (messages, elements * itemsize, copied * itemsize, pieces):
-        x = np.asarray(x, float)
-        out.append(max(float(x.mean()), float(x.max()) / per_core))
-    return tuple(out)
 
 
 def _per_rank(src, dst, count, P: int, sent) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -185,26 +125,6 @@ def transfer_seconds(
     return pairs_seconds(src, dst, counts[src, dst], len(counts), *args)
 
 
-def phase_pieces(
-    all_moves: Sequence[Move], into: bool, ranks, P: int, at=None
-) -> np.ndarray | None:
-    """The pieces (layouts.counting.piece_counts) each job rank copies in the phase in
-    (``into``) or out of ``all_moves``, native mesh rank x on job rank ``ranks[x]`` (None: on
-    rank x); None where ``at`` (a Profile.at) prices no piece (a calibration from before they
-    were counted, or one without layout changes): counting them costs a tenth of pricing the
-    moves, so callers count them only for a phase that moves something between ranks."""
-    if at is not None and not (at.alltoallv or {}).get("piece", 0.0) > 0:
-        return None
-    hosted = np.arange(P)  # job rank q hosts native rank hosted[q]
-    if ranks is not None:
-        hosted[np.asarray(ranks, np.int64)] = np.arange(P)
-    out = np.zeros(P, np.int64)
-    for m in (m for m in all_moves if m.into == into):
-        sent, got = piece_counts(m.src, m.src_mesh, m.dst, m.dst_mesh)
-        out += sent + got[hosted] if m.into else sent[hosted] + got
-    return out
-
-
 def move_seconds(
     all_moves: Sequence[Move],
     ranks: Sequence[int] | None,
@@ -214,13 +134,11 @@ def move_seconds(
     links=None,
     setup: float = 0.0,
 ) -> dict[str, float]:
-    """{"redistribute_in": s, "redistribute_out": s, "closing_barrier": s}: the end-to-end
-    run's moves priced (A and B in, as the one exchange they run as, and C out), native mesh
-    rank d on job rank ``ranks[d]``, the phase in with the algorithm's prepare (``setup``:
-    bench.model.schedule.setup_seconds) and the barrier that ends it (:func:`phase_barrier`),
-    and the one closing the repetition after the moves out (in the end-to-end time, in no
-    phase: MovePrice.closing); ``links`` as for :func:`pairs_seconds`. Without moves, nothing:
-    a native run prepares before its timed region (MovePrice.with_setup)."""
+    """{"redistribute_in": s, "redistribute_out": s, "closing_barrier": s}: the reference for
+    :func:`price_moves`, from the P x P counts: the moves (A and B in as one exchange, C out),
+    native mesh rank d on job rank ``ranks[d]``, the phase in with the algorithm's prepare
+    (``setup``) and the barrier ending it, and the one closing the repetition (MovePrice.
+    closing); ``links`` as for :func:`pairs_seconds`. Without moves, nothing."""
     out = {"redistribute_in": 0.0, "redistribute_out": 0.0, "closing_barrier": 0.0}
     for into, phase in ((True, "redistribute_in"), (False, "redistribute_out")):
         group = [m for m in all_moves if m.into == into]
@@ -241,31 +159,6 @@ def move_seconds(
     return out
 
 
-def phase_barrier(P: int, profile: Profile, ranks_per_node: int, links=None) -> float:
-    """The barrier closing a run's timed region (bench.model.walk.barrier_seconds)."""
-    return barrier_seconds(profile.at(ranks_per_node), P, links)
-
-
-def phase_end(P: int, profile: Profile, ranks_per_node: int, links=None) -> tuple[float, bool]:
-    """(seconds, held) of the barrier ending an end-to-end run's phase in (after the moves in
-    and the algorithm's set-up, bench/endtoend.py) and of the one closing its repetition (after
-    the moves out), and whether the moves' price holds it. Calibrate times its layout changes
-    barrier to barrier, as the phases are timed: where their coefficients price the moves
-    (Profile.alltoallv), the barrier after moves is in their price (the fit's start), and one
-    after none is a start too: a barrier after no GEMMs (the one closing a multiplication waits
-    for GEMMs the ranks time-slice: priced so, the phases in of 96 runs from block at 4-16
-    ranks were a median 1.65x what they took). Emulated links (LinkModel.emulated) hold ranks
-    asleep, not in GEMMs: :func:`pairs_seconds` adds the start to their time (the barrier after
-    Cannon 4x4's moves in on an emulated 8 x 2 cluster took about 1 ms, the closing barrier's
-    price 7.6). Without those coefficients, or on real links: the closing barrier's price."""
-    at = profile.at(ranks_per_node)
-    if P <= 1:
-        return 0.0, False
-    if (links is None or links.emulated) and at.alltoallv is not None:
-        return at.alltoallv["start"], True
-    return phase_barrier(P, profile, ranks_per_node, links), False
-
-
 def price_moves(
     all_moves: Sequence[Move],
     P: int,
@@ -283,17 +176,20 @@ def price_moves(
     hierarchy ``tree`` (default: ``links``'), native mesh rank d laid on job rank ``placed[d]``
     before relabelling (a tree binding's Binding.tree_ranks; default d).
 
-    Computed from the sparse overlaps (layouts.counting.overlap_pairs), never a P x P array,
-    where it can be: a source with one holder per element sends exactly its overlaps (others:
-    layouts.endpoints.move_counts), and the relabelling is the run's (layouts.endpoints.
-    relabelling; on a machine hierarchy, ``links``, the one that moves whole subtrees).
-    ``overlaps``: the moves' overlap_pairs, if already computed."""
+    From the sparse overlaps (layouts.counting.overlap_pairs; ``overlaps`` if computed), no
+    P x P array, where it can be: a source holding each element once sends exactly its overlaps
+    (others: layouts.endpoints.move_counts); the relabelling is the run's (layouts.endpoints.
+    relabelling: on a hierarchy, ``links``, one moving whole subtrees). Moves of too many pairs
+    to hold are counted as they come, not relabelled (bench/model/dense_moves.py)."""
     if placed is not None:
         placed = tuple(int(r) for r in placed)
     if not all_moves:
         return MovePrice(0.0, 0.0, 0, None, 0, has_moves=False)
     if overlaps is None:
-        overlaps = move_overlaps(all_moves)
+        try:
+            overlaps = move_overlaps(all_moves)
+        except TooManyPairs:
+            return streamed_price(all_moves, P, profile, itemsize, ranks_per_node, links, placed)
     found = None
     if relabel:
         hierarchy = tree if tree is not None else None if links is None else links.tree
@@ -333,17 +229,6 @@ def price_moves(
         phases[True], phases[False], P, profile, ranks_per_node, links
     )
     return MovePrice(phases[True] + in_end, phases[False], words, ranks, saved, closing)
-
-
-def ending_barriers(
-    t_in: float, t_out: float, P: int, profile, ranks_per_node: int, links
-) -> tuple[float, float]:
-    """Seconds of the barriers ending the phase in and the repetition after moves in and out
-    taking ``t_in`` and ``t_out`` (:func:`phase_end`: none where those moves' price holds it;
-    the rule is the same for both, so the bounds, bench/model/move_bound.py, may pass the
-    phases in either order)."""
-    end, held = phase_end(P, profile, ranks_per_node, links)
-    return tuple(0.0 if held and t > 0 else end for t in (t_in, t_out))
 
 
 def _by_sides(all_moves, overlaps, pi, P: int, profile, itemsize: int, rpn: int) -> tuple:
