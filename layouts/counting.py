@@ -94,7 +94,11 @@ def overlap_chunks(
     counts), for moves whose pairs are too many to hold (layouts.endpoints.MAX_PAIRS)."""
     for d, w, _, sources, r in _entries(src, src_mesh, dst, dst_mesh, runs=True):
         for s, real in sources:
-            yield np.broadcast_to(s[:, None], d.shape)[real], d[real], w[real], r[real]
+            s = np.broadcast_to(s[:, None], d.shape)
+            if real.all():  # (no padding, no second holder: no copies to pick them out)
+                yield s.ravel(), d.ravel(), w.ravel(), r.ravel()
+            else:
+                yield s[real], d[real], w[real], r[real]
 
 
 def moved_elements(

@@ -100,14 +100,15 @@ class _Phase:
             if not laid:  # job ranks: a sends b w elements
                 s, d = (s, pi[d]) if m.into else (pi[s], d)
             self.pieces += np.bincount(s, runs, P) + np.bincount(d, runs, P)
-            off = s != d
-            kept += np.bincount(s[~off], w[~off], P)
-            a, b, w = s[off], d[off], w[off]
-            self.seen[a * P + b] = True
-            out += np.bincount(a, w, P)
-            into += np.bincount(b, w, P)
+            self.seen[s * P + d] = True  # (the diagonal's cleared at the end)
+            out += np.bincount(s, w, P)  # (and what each rank keeps taken off at the end)
+            into += np.bincount(d, w, P)
+            same = np.flatnonzero(s == d)
+            kept += np.bincount(s[same], w[same], P)
             if self.links is None:
                 continue
+            off = s != d
+            a, b, w = s[off], d[off], w[off]
             at = self.links.pair_levels(a, b)
             net = self.priced[at]
             held = w[net] * self.itemsize * self.beta[at[net]]
@@ -116,6 +117,9 @@ class _Phase:
             if not self.links.emulated:  # emulated links' messages also move here
                 self.sent -= np.bincount(a[net], w[net], P)
                 self.recv -= np.bincount(b[net], w[net], P)
+        self.seen[np.arange(P) * (P + 1)] = False  # a rank sends itself nothing
+        out -= kept
+        into -= kept
         self.sent += out
         self.recv += into
         self.copied += out + into + 2 * kept  # packed, unpacked, or kept (copied once each end)
