@@ -101,12 +101,12 @@ class Redistributions:
         key = self._unpriced(plan, binding)
         if key is None or key in self.workers.pending or not self.idle():
             return False
-        if self._pairs(plan) > SPECULATE_PAIRS:
+        if self.pairs(plan) > SPECULATE_PAIRS:
             return False
         self.workers.submit(key, plan, binding)
         return True
 
-    def _pairs(self, plan) -> int:
+    def pairs(self, plan) -> int:
         """At most how many entries ``plan``'s moves' overlaps hold, once per native layouts."""
         key = self._key(plan)
         if key not in self.pair_counts:

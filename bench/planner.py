@@ -217,11 +217,12 @@ def candidates(
                         extra = partial(moves.seconds, plan, b, algorithm)
                         refine = partial(moves.overlap_bound, plan, b)
                         bound, fetch = moves.lower_bound(plan), partial(moves.prefetch, plan, b)
-                        guess, busy = (
+                        guess, busy, work = (
                             partial(moves.speculate, plan, b),
                             partial(moves.busy, plan, b),
+                            partial(moves.pairs, plan),
                         )
-                        jobs.append(Job(run, mem, extra, bound, refine, fetch, guess, busy))
+                        jobs.append(Job(run, mem, extra, bound, refine, fetch, guess, busy, work))
                     else:
                         jobs.append(Job(run, mem))
     out = Ranking()

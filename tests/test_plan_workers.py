@@ -143,6 +143,24 @@ def test_the_search_names_ahead_only_jobs_walked_and_bounded_near():
     assert named == [0, 1]
 
 
+def test_the_search_names_ahead_no_job_far_dearer_than_the_one_priced():
+    """Jobs near in bound but AHEAD_DEARER times dearer to price (Job.work: rank pairs) than
+    the one priced are left for the search to ask for (moves counted as they come took 0.6 s
+    each, ahead, for nothing)."""
+    from bench.model.search import AHEAD_DEARER, Job, _prefetch
+
+    named = []
+    work = [100, 100 * AHEAD_DEARER, 100 * AHEAD_DEARER + 1, 50]
+    jobs = [
+        Job(price=print, memory=0, prefetch=partial(named.append, k), work=lambda k=k: work[k])
+        for k in range(4)
+    ]
+    exact = types.SimpleNamespace(seconds=0.8)
+    heap = [(1.0, 0, 0), (1.01, 0, 1), (1.02, 0, 2), (1.03, 0, 3)]
+    _prefetch(jobs, heap[1:], heap[0], 8, [exact] * 4, [None] * 4)
+    assert named == [0, 1, 3]
+
+
 def test_the_search_walks_ahead_only_what_it_can_name():
     """Kernels are walked ahead of their turn (bench.model.search._walk_ahead) only as many as
     the jobs already walked within the limit leave for the prefetch to name (on a cluster each

@@ -43,6 +43,11 @@ GROWTH = 1.25
 # 1.5 times, a cluster's plan from `cols` had 2 workers price first two dear candidates (0.65
 # and 1.2 s, bounded 1.38 and 1.40 times the one priced) never needed
 AHEAD_WITHIN = 1.0
+# ... and whose extras are at most this many times as dear to work out (Job.work) as the one
+# priced: from block at 8192 ranks (8192^3) workers priced tesseract 2x2x2048's and 1x1x8192's
+# moves ahead, 17-69 million rank pairs counted as they come (0.6 s each), never needed, where
+# T10's needed had 0.1-0.7 million (the plan took 1.8-1.9 s, against 1.3 without them)
+AHEAD_DEARER = 4
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,8 @@ class Job:
     ``prefetch()`` (if given) says that ``refine()`` and ``extra()`` may be asked for soon
     (whatever it starts must not change what they return); ``speculate()`` (if given) the same
     where they may well never be, returning whether it started anything (it refuses what would
-    be dear to work out in vain)."""
+    be dear to work out in vain); ``work()`` (if given) how dear its extra is, for comparing
+    jobs (:func:`_prefetch`)."""
 
     price: Callable[..., Prediction | Pruned]
     memory: int
@@ -64,6 +70,7 @@ class Job:
     prefetch: Callable[[], None] | None = None
     speculate: Callable[[], bool] | None = None
     busy: Callable[[], bool] | None = None
+    work: Callable[[], int] | None = None  # how dear its extra is to work out (rank pairs)
 
 
 @dataclass(frozen=True)
@@ -199,9 +206,11 @@ def _prefetch(jobs: Sequence[Job], heap: list, now: tuple, ahead: int, kernel, e
     jobs[i].prefetch()
     if ahead:
         limit = _ahead_limit(bound, kernel[i])
+        most = AHEAD_DEARER * jobs[i].work() if jobs[i].work is not None else math.inf
         near = (e for e in sorted(heap) if e[0] <= limit)
         ready = (j for _, _, j in near if kernel[j] is not None and extra[j] is None)
-        for j in itertools.islice(ready, ahead):
+        cheap = (j for j in ready if jobs[j].work is None or jobs[j].work() <= most)
+        for j in itertools.islice(cheap, ahead):
             jobs[j].prefetch()
 
 
@@ -244,4 +253,4 @@ def _guessable(job: Job) -> bool:
     return job.speculate is not None and not (job.busy is not None and job.busy())
 
 
-__all__ = ["GROWTH", "Job", "PROBE_EVENTS", "Priced", "search"]
+__all__ = ["AHEAD_DEARER", "GROWTH", "Job", "PROBE_EVENTS", "Priced", "search"]
