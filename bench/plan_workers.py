@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
+import shutil
 import sys
+import tempfile
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
@@ -74,7 +77,10 @@ class Workers:
         )
         self.pool.submit(int)  # the first task starts every worker (and their imports) now
         self.pending: dict = {}
+        self.fetched: dict = {}  # key -> what result() read of it
         self.count = count
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        self.spool = tempfile.mkdtemp(prefix="distmm-plan-", dir=shm)  # prices, a file each
 
     def idle(self) -> int:
         """How many workers have nothing to price (any submitted and not done is busy)."""
@@ -84,7 +90,7 @@ class Workers:
     def submit(self, key, plan, binding) -> None:
         if key not in self.pending:
             try:
-                self.pending[key] = self.pool.submit(_priced, plan, binding)
+                self.pending[key] = self.pool.submit(_priced, plan, binding, self.spool)
             except BrokenProcessPool:
                 self.pending[key] = None
 
@@ -100,11 +106,15 @@ class Workers:
             wait(running, return_when=FIRST_COMPLETED)
 
     def result(self, key):
+        if key in self.fetched:
+            return self.fetched[key]
         found = self.pending[key]
         try:
-            return None if found is None else found.result()
+            out = None if found is None else unspooled(found.result())
         except BrokenProcessPool:  # a worker died (the kernel's OOM killer, say)
-            return None
+            out = None
+        self.fetched[key] = out
+        return out
 
     def close(self) -> None:
         """Stop the workers, pricing or not (what is left to price is not wanted)."""
@@ -120,6 +130,7 @@ class Workers:
             # or at exit the two race (1 plan in about 60 printed "OSError: [Errno 9] Bad file
             # descriptor" from concurrent.futures' _python_exit)
             manager.join(timeout=5)
+        shutil.rmtree(self.spool, ignore_errors=True)  # prices never asked for, or cut short
 
 
 def _warm() -> None:
@@ -131,13 +142,36 @@ def _warm() -> None:
     import scipy.sparse.csgraph  # noqa: F401
 
 
-def _priced(plan, binding) -> tuple[str, float, object]:
+def _priced(plan, binding, spool: str) -> str:
     """(why its moves pair too many ranks to count, else "", the overlap bound, the MovePrice)
-    of a candidate, from the parent's Redistributions' own methods."""
+    of a candidate, from the parent's Redistributions' own methods, :func:`spooled` to a file
+    in ``spool``."""
     _PRICER.refused = ""
     bound = _PRICER.overlap_bound(plan, binding)
     price = _PRICER.price(plan, binding)
-    return (_PRICER.refused if _PRICER.uncountable(plan) else ""), bound, price
+    return spooled((_PRICER.refused if _PRICER.uncountable(plan) else "", bound, price), spool)
+
+
+def spooled(result, spool: str) -> str:
+    """``result`` pickled to a new file in ``spool``; its path, what the worker sends back.
+    A price's relabelling holds a rank each (40 KB at P = 8192): sent whole through the pool's
+    pipe, a worker ended while writing it (the search done, Workers.close) left the pool's
+    reader thread waiting for the rest, and the plan hanging at exit after its table (2 plans in
+    about 40 on a loaded machine). A path takes one write no longer than PIPE_BUF: whole or not
+    at all."""
+    fd, path = tempfile.mkstemp(dir=spool, suffix=".part")
+    with os.fdopen(fd, "wb") as f:
+        pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(path, path[: -len(".part")])
+    return path[: -len(".part")]
+
+
+def unspooled(path: str):
+    """What :func:`spooled` wrote to ``path`` (the file removed)."""
+    with open(path, "rb") as f:
+        found = pickle.load(f)
+    os.unlink(path)
+    return found
 
 
 __all__ = [

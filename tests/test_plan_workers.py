@@ -103,6 +103,18 @@ def test_moves_a_worker_cannot_hold_are_priced_or_left_out_as_alone(
     assert _table(_plan(CASES[1], profile, keep=5, workers=2)) == _table(alone)
 
 
+def test_a_worker_sends_back_a_path_one_pipe_write_holds(tmp_path):
+    """A worker's price travels in a file, the pool's pipe carrying only its path: no worker
+    ended mid-message leaves the pool's reader waiting for the rest at exit."""
+    import pickle
+    import select
+
+    price = ("", 1.5, tuple(range(8192)))  # a relabelling of 8192 ranks: 40 KB pickled
+    path = plan_workers.spooled(price, str(tmp_path))
+    assert len(pickle.dumps(path)) + 8 < select.PIPE_BUF < len(pickle.dumps(price))
+    assert plan_workers.unspooled(path) == price and not any(tmp_path.iterdir())
+
+
 def test_how_many_workers(monkeypatch):
     monkeypatch.setattr(plan_workers, "cores", lambda: 8)
     assert plan_workers.workers_for(plan_workers.FROM_RANKS - 1) == 0
