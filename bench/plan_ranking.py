@@ -155,15 +155,20 @@ class Redistributions:
                 self.prices[key] = _UNCOUNTABLE
                 return self.prices[key]
             placed = None if key[-1] is None else binding.tree_ranks(plan.mesh, self.tree)
-            self.prices[key] = price_moves(
-                all_moves,
-                *self._args(plan.P),
-                self.relabel,
-                self.links,
-                None if overlaps is _DENSE else overlaps,  # (dense: counted as they come)
-                self.tree,
-                placed,
-            )
+            try:
+                self.prices[key] = price_moves(
+                    all_moves,
+                    *self._args(plan.P),
+                    self.relabel,
+                    self.links,
+                    None if overlaps is _DENSE else overlaps,  # (dense: counted as they come)
+                    self.tree,
+                    placed,
+                )
+            except TooManyPairs as err:  # dense, and not to be counted as they come either
+                self._refuse(plan, str(err), all_moves)
+                self.prices[key] = _UNCOUNTABLE
+                return self.prices[key]
             # their overlaps are not kept (other orders of the same layouts, the tree's other
             # bindings, compute them again: kept, the whole board's took gigabytes)
             del self.overlaps[self._key(plan)]

@@ -106,3 +106,23 @@ def test_beyond_the_limit_held_moves_keep_the_order_laid(profile_file, monkeypat
         with pytest.raises(TooManyPairs, match="more than the 0 distmm counts") as err:
             call()
         assert "\n" not in str(err.value)
+
+
+def test_a_replicated_source_too_dense_to_hold_is_left_out_of_a_plan(profile_file, monkeypatch):
+    """A source holding elements more than once cannot be counted as it comes (its receivers
+    choose among holders): past MAX_PAIRS `predict` refuses such moves in one line and `plan`
+    leaves their candidates out, by workers as alone."""
+    from bench.errors import UsageError
+    from bench.planner import candidates
+
+    prof = Profile.load(profile_file)
+    specs = {"A": "[r=B]@r=4", "B": "cols", "C": "cols"}  # A on every rank
+    users = user_layouts(specs, (96, 64, 80), 4)
+    assert candidates((96, 64, 80), 4, prof, users=users)
+    monkeypatch.setattr(endpoints, "MAX_PAIRS", 0)
+    for workers in (0, 2):  # every candidate left out: the plan says why, in one line
+        with pytest.raises(UsageError, match="holds elements more than once"):
+            candidates((96, 64, 80), 4, prof, users=users, workers=workers)
+    plan = get("summa").plan((96, 64, 80), 4)
+    with pytest.raises(TooManyPairs, match="holds elements more than once"):
+        price_moves(plan_moves(users, plan), 4, prof, 4, 4)
