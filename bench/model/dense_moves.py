@@ -4,7 +4,7 @@ Where every rank's part overlaps most others' (block-cyclic:64 into 3-D blocks a
 ranks) a move pairs up to P^2 ranks, more than layouts.endpoints.MAX_PAIRS: its overlaps are
 not held (and not relabelled: the run keeps the order laid, layouts.endpoints.relabelling).
 Here they are counted as they come (layouts.counting.overlap_chunks) into what
-bench/model/redistribution.py prices a phase by: per job rank, the distinct ranks it sends to
+bench/model/move_price.py prices a phase by: per job rank, the distinct ranks it sends to
 and receives from (a byte per pair of ranks: 64 MiB at P = 8192), the elements it sends and
 receives between ranks and copies, and on a cluster the seconds its messages between nodes
 take on the links; so the price is the one the held pairs give, in memory that does not grow
