@@ -160,3 +160,27 @@ def test_relabelled_mesh_on_a_cluster(tmp_path_factory):
     assert r["relabel"]["bytes_after"] == 0
     assert r["phases"]["redistribute_in"]["seconds"] < ALPHA  # nothing held: nothing moved
     assert r["multiply_seconds"] >= ALPHA  # broadcasts between nodes are
+
+
+@pytest.mark.mpi
+@needs4
+@pytest.mark.timeout(120)
+def test_moves_too_dense_to_match_keep_the_cluster_order(tmp_path_factory, monkeypatch):
+    """Moves of more rank pairs than distmm holds (layouts.endpoints.MAX_PAIRS, here 0) keep
+    the mesh as the cluster's binding laid it, verify, and are held to the network as any."""
+    import numpy as np
+
+    import layouts.endpoints as endpoints
+    from layouts.endpoints import move_counts
+
+    monkeypatch.setattr(endpoints, "MAX_PAIRS", 0)
+    tree = parse_topology("cluster:2,2")
+    links = _slow_links(tree, tmp_path_factory)
+    r, e2e = _run_e2e("cannon", dict.fromkeys("ABC", "block-cyclic:2"), tree, links)
+    assert r["verified"] and not e2e.relabelling.counted and e2e.relabelling.is_identity
+    counts = sum(move_counts(m, e2e.ranks) for m in e2e.moves if m.into)
+    src, dst = np.nonzero(counts)
+    assert (
+        r["phases"]["redistribute_in"]["seconds"]
+        >= links.exchange(src, dst, counts[src, dst] * 8).max()
+    )
