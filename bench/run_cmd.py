@@ -230,11 +230,10 @@ def _predicted(module, plan, profile, dtype, facts, binding, tree, links, e2e) -
     except TooManyPairs as err:
         print(f"distmm run: note: the moves are not predicted: {err}", file=sys.stderr)
         return out
-    out["predicted_seconds"] = out["predicted_multiply_seconds"]
     out["predicted_redistribute_in_seconds"] = moved.redistribute_in
     out["predicted_redistribute_out_seconds"] = moved.redistribute_out
     out["predicted_closing_barrier_seconds"] = moved.closing
-    out["predicted_seconds"] += moved.seconds
+    out["predicted_seconds"] = out["predicted_multiply_seconds"] + moved.seconds
     return out
 
 

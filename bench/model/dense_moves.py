@@ -48,11 +48,11 @@ def streamed_price(
     pi = np.arange(P) if placed is None else np.asarray(placed, np.int64)
     for m in all_moves:
         if P > 1 << 14 or not one_holder(m.src, m.src_mesh):
+            why = "P > 16384" if P > 1 << 14 else "a source holds elements more than once"
             raise TooManyPairs(
                 f"{m.matrix} {m.src} -> {m.dst}",
-                f"at P = {P} these moves pair too many rank parts to hold, and "
-                + ("a source holds elements more than once" if P <= 1 << 14 else "P > 16384")
-                + ": they are not priced (choose layouts closer to the algorithm's)",
+                f"at P = {P} these moves pair too many rank parts to hold, and {why}: they are "
+                "not priced (choose layouts closer to the algorithm's)",
             )
     seconds, words = {True: 0.0, False: 0.0}, 0
     for into in seconds:
