@@ -35,3 +35,30 @@ def profile_file(tmp_path):
     f = tmp_path / "profile.json"
     f.write_text(json.dumps(PROFILE))
     return f
+
+
+def pieces_profile(profile_file, tmp_path):
+    """The tests' profile with layout changes timed, a cost per piece copied among them."""
+    from bench.model import Profile
+
+    a2av = {"start": 4e-5, "message": 2e-5, "byte": 3e-10, "copy": 1e-10, "piece": 3e-8}
+    p2p = {"alpha": 2e-6, "beta": 1e-10, "alpha_large": 5e-6, "beta_large": 1e-10}
+    counts = [{"ranks": 2, **p2p, "collective_factor": {}, "alltoallv": a2av}]
+    f = tmp_path / "pieces.json"
+    f.write_text(json.dumps({**json.loads(profile_file.read_text()), "counts": counts}))
+    return Profile.load(f)
+
+
+def every_grid(P: int, spec: str, shape):
+    """(algorithm, grid, the moves from ``spec`` into its layouts) for every algorithm and grid
+    at P."""
+    from algorithms import ALGORITHMS, get
+    from bench.model import plan_moves
+    from layouts.endpoints import user_layouts
+
+    users = user_layouts(dict.fromkeys("ABC", spec), shape, P)
+    for name in ALGORITHMS:
+        algorithm = get(name)
+        for g in algorithm.grids(P):
+            plan = algorithm.plan(shape, P, **{algorithm.grid_option.name: tuple(g)})
+            yield name, g, plan_moves(users, plan)

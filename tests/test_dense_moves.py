@@ -5,14 +5,14 @@ price the same order, on one machine and on a cluster, and the run keeps the ord
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 import numpy as np
 import pytest
+from conftest import every_grid, pieces_profile
 
 import layouts.endpoints as endpoints
-from algorithms import ALGORITHMS, get
+from algorithms import get
 from bench.model import Profile, plan_moves, price_moves
 from bench.model.dense_moves import streamed_price
 from layouts.endpoints import move_counts, relabelling, user_layouts
@@ -29,30 +29,16 @@ CASES = [  # (P, user layouts, shape)
 ]
 
 
-def _pieces_profile(profile_file, tmp_path) -> Profile:
-    """The tests' profile with layout changes timed, a cost per piece copied among them."""
-    a2av = {"start": 4e-5, "message": 2e-5, "byte": 3e-10, "copy": 1e-10, "piece": 3e-8}
-    p2p = {"alpha": 2e-6, "beta": 1e-10, "alpha_large": 5e-6, "beta_large": 1e-10}
-    counts = [{"ranks": 2, **p2p, "collective_factor": {}, "alltoallv": a2av}]
-    f = tmp_path / "pieces.json"
-    f.write_text(json.dumps({**json.loads(profile_file.read_text()), "counts": counts}))
-    return Profile.load(f)
-
-
 def _moves(P: int, spec: str, shape):
-    users = user_layouts(dict.fromkeys("ABC", spec), shape, P)
-    for name in ALGORITHMS:
-        algorithm = get(name)
-        for g in algorithm.grids(P):
-            plan = algorithm.plan(shape, P, **{algorithm.grid_option.name: tuple(g)})
-            moves = plan_moves(users, plan)
-            if all(one_holder(m.src, m.src_mesh) for m in moves):
-                yield (name, g), moves
+    """conftest.every_grid's moves where every source holds each element once."""
+    for name, g, moves in every_grid(P, spec, shape):
+        if all(one_holder(m.src, m.src_mesh) for m in moves):
+            yield (name, g), moves
 
 
 @pytest.mark.parametrize("pieces", [False, True])
 def test_counted_in_chunks_as_the_held_pairs_price_them(profile_file, tmp_path, pieces):
-    prof = _pieces_profile(profile_file, tmp_path) if pieces else Profile.load(profile_file)
+    prof = pieces_profile(profile_file, tmp_path) if pieces else Profile.load(profile_file)
     checked = 0
     for P, spec, shape in CASES:
         for case, moves in _moves(P, spec, shape):

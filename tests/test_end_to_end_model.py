@@ -6,14 +6,14 @@ import math
 
 import numpy as np
 import pytest
-from conftest import PROFILE
+from conftest import PROFILE, every_grid, pieces_profile
 from launch import distmm, distmm_mpi
 
-from algorithms import ALGORITHMS, get
-from bench.model import Profile, move_seconds, plan_moves, price_moves, transfer_seconds
+from algorithms import get
+from bench.model import Profile, move_seconds, price_moves, transfer_seconds
 from bench.model.bound import memory_independent_bound, words_bound
 from bench.model.fits import sharing_scale
-from layouts.endpoints import relabelling, user_layouts
+from layouts.endpoints import relabelling
 
 SWAPPED = "((2_c, 32), (2_r, 32))@r=2,c=2"  # 2 x 2 blocks, block (i, j) on rank (j, i)
 
@@ -44,28 +44,11 @@ def test_alltoall_factor_read_from_the_profile(tmp_path):
     assert doubled - packing == pytest.approx(2 * (plain - packing))
 
 
-def _every_grid(P: int, spec: str, shape):
-    """(algorithm, grid, moves from ``spec``) for every algorithm and grid at P."""
-    users = user_layouts(dict.fromkeys("ABC", spec), shape, P)
-    for name in ALGORITHMS:
-        algorithm = get(name)
-        for g in algorithm.grids(P):
-            plan = algorithm.plan(shape, P, **{algorithm.grid_option.name: tuple(g)})
-            yield name, g, plan_moves(users, plan)
-
-
 @pytest.mark.parametrize("pieces", [False, True])
 def test_sparse_pricing_matches_the_house_counts(profile_file, tmp_path, pieces):
-    prof = Profile.load(profile_file)
-    if pieces:  # layout changes timed, with a cost per piece copied
-        a2av = {"start": 4e-5, "message": 2e-5, "byte": 3e-10, "copy": 1e-10, "piece": 3e-8}
-        p2p = {"alpha": 2e-6, "beta": 1e-10, "alpha_large": 5e-6, "beta_large": 1e-10}
-        counts = [{"ranks": 2, **p2p, "collective_factor": {}, "alltoallv": a2av}]
-        f = tmp_path / "pieces.json"
-        f.write_text(json.dumps({**json.loads(profile_file.read_text()), "counts": counts}))
-        prof = Profile.load(f)
+    prof = pieces_profile(profile_file, tmp_path) if pieces else Profile.load(profile_file)
     for P, spec, shape in ((6, "block-cyclic:16", (100, 70, 90)), (8, "cols", (96, 64, 80))):
-        for name, g, mv in _every_grid(P, spec, shape):
+        for name, g, mv in every_grid(P, spec, shape):
             price = price_moves(mv, P, prof, 4, P)
             dense = move_seconds(mv, price.ranks, prof, 4, P)
             assert price.redistribute_in == pytest.approx(dense["redistribute_in"], rel=1e-12)
@@ -225,7 +208,7 @@ def test_sparse_relabelling_on_a_cluster_matches_the_dense_one():
         (6, "rows", (60, 66, 72), cluster_mesh(3, 2)),
     ):
         (nodes,) = subtrees_of(tree)
-        for name, g, mv in _every_grid(P, spec, shape):
+        for name, g, mv in every_grid(P, spec, shape):
             sparse = relabelling(mv, P, 4, [nodes])
             dense = _dense_relabelling(mv, P, 4, [nodes])
             assert cost(mv, sparse.ranks, nodes) == cost(mv, dense.ranks, nodes), (name, g)
