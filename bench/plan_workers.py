@@ -44,6 +44,8 @@ AHEAD_PER_WORKER = 4
 # workers 1.2-2 s each, and the plan 3.9 s where it takes 0.7 without them
 SPECULATE_PAIRS = 1 << 20
 
+SPOOL_PREFIX = "distmm-plan-"  # then the plan's pid: its workers' prices (Workers.spool)
+
 _PRICER = None  # the planner's Redistributions (bench/plan_ranking.py), for the fork
 
 
@@ -79,8 +81,10 @@ class Workers:
         self.pending: dict = {}
         self.fetched: dict = {}  # key -> what result() read of it
         self.count = count
-        shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
-        self.spool = tempfile.mkdtemp(prefix="distmm-plan-", dir=shm)  # prices, a file each
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
+        swept(shm)
+        # prices, a file each
+        self.spool = tempfile.mkdtemp(prefix=f"{SPOOL_PREFIX}{os.getpid()}-", dir=shm)
 
     def idle(self) -> int:
         """How many workers have nothing to price (any submitted and not done is busy)."""
@@ -164,6 +168,22 @@ def spooled(result, spool: str) -> str:
         pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
     os.replace(path, path[: -len(".part")])
     return path[: -len(".part")]
+
+
+def swept(where: str) -> None:
+    """Remove the spools in ``where`` of plans no longer running: a plan killed outright
+    (SIGKILL, the OOM killer) cannot remove its own, and /dev/shm is memory. A spool's name
+    carries its plan's pid; one whose process exists, or that another user owns, is kept."""
+    for name in os.listdir(where):
+        pid = name[len(SPOOL_PREFIX) :].split("-", 1)[0]
+        if not name.startswith(SPOOL_PREFIX) or not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(where, name), ignore_errors=True)
+        except PermissionError:  # another user's plan, running
+            pass
 
 
 def unspooled(path: str):

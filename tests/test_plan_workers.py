@@ -115,6 +115,27 @@ def test_a_worker_sends_back_a_path_one_pipe_write_holds(tmp_path):
     assert plan_workers.unspooled(path) == price and not any(tmp_path.iterdir())
 
 
+def test_a_killed_plans_spool_is_swept_by_the_next(tmp_path):
+    """A plan killed outright leaves its spool behind; the next plan's Workers remove it, and
+    keep those of plans still running and whatever else is there."""
+    import subprocess
+
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dead = tmp_path / f"{plan_workers.SPOOL_PREFIX}{int(ended.stdout)}-x1"
+    alive = tmp_path / f"{plan_workers.SPOOL_PREFIX}{os.getpid()}-x2"
+    other = tmp_path / f"{plan_workers.SPOOL_PREFIX}abc"
+    for d in (dead, alive, other):
+        d.mkdir()
+        (d / "price").write_bytes(b"x")
+    plan_workers.swept(str(tmp_path))
+    assert not dead.exists() and alive.exists() and other.exists()
+
+
 def test_how_many_workers(monkeypatch):
     monkeypatch.setattr(plan_workers, "cores", lambda: 8)
     assert plan_workers.workers_for(plan_workers.FROM_RANKS - 1) == 0
