@@ -398,6 +398,40 @@ def test_gemms_below_the_cores_are_priced_as_every_rank_computing_at_once(tmp_pa
     assert Profile.load(_write(tmp_path, data)).busy_at(4) == 1.0
 
 
+def test_gemms_at_once_are_compared_with_the_rates_typical_pace_not_one_shape(tmp_path):
+    """The GEMM calibrate times with every rank working is compared with the rates' median
+    pace over its shape and the shapes a grid step away: a table whose one point at that shape
+    ran 16% fast (results/vm-2c-zen4) does not price every GEMM 16% long, below the cores
+    (busy_at) or above them (the time-slicing efficiency)."""
+    from conftest import PROFILE
+
+    grid = (320, 1024, 3072)
+    lucky = {(1024, 1024, 1024): 1 / 1.16}
+    one = [
+        [m, k, n, 1e-11 * m * k * n * lucky.get((m, k, n), 1.0)]
+        for m in grid
+        for k in grid
+        for n in grid
+    ]
+    typical = 1e-11 * 1024**3  # 1024^3 at its neighbours' pace
+    data = {
+        **PROFILE,
+        "machine": {"cores": 2},
+        "gemm": {"float32": one},
+        "counts": [
+            {**_count(2, 2e-6, 1.0), "gemm_shared": [1024, 1.05 * typical]},
+            {**_count(4, 2e-6, 1.0), "gemm_shared": [1024, 2 * typical / 0.8]},
+        ],
+    }
+    prof = Profile.load(_write(tmp_path, data))
+    assert prof.gemm_seconds(1024, 1024, 1024, "float32") == pytest.approx(typical / 1.16)
+    assert prof.busy_at(2) == pytest.approx(1.05)
+    assert prof.efficiency() == pytest.approx(0.8)
+    assert prof.at(2).gemm_seconds(3072, 320, 1024, "float32") == pytest.approx(
+        1.05 * prof.gemm_seconds(3072, 320, 1024, "float32")
+    )
+
+
 def test_layout_changes_are_refitted_without_moves_that_moved_nothing(tmp_path):
     """A count's layout-change coefficients come from its timed moves: those that sent
     nothing are left out (the model and the runs take them for free), and in profiles from

@@ -28,7 +28,7 @@ from .fits import (
     sharing_moves,
     sharing_scale,
 )
-from .gemm_rates import GemmRates, Threading
+from .gemm_rates import GemmRates, Threading, typical_seconds
 
 
 class ProfileError(ValueError):
@@ -108,9 +108,9 @@ class Profile:
     def with_own_time_slicing(self) -> Profile:
         """This profile with each count's time-slicing efficiency taken against its own GEMM
         rates where calibrate kept the GEMM it timed there with every rank working
-        ("gemm_shared": n and seconds): ranks per core x this profile's seconds for that GEMM /
-        those, so that :meth:`slowdown` x the rate is what was measured (calibrate's own is
-        against that GEMM with the others asleep: 28 against the rates' 22.4 ms here)."""
+        ("gemm_shared": n and seconds): ranks per core x the rates' price of it
+        (:meth:`_alone_seconds`) / those, so that :meth:`slowdown` x the rate is what was
+        measured (calibrate's own efficiency is against that GEMM timed alone)."""
         timed = [
             (c["ranks"] / self.cores, *c["gemm_shared"])
             for c in self.counts
@@ -119,7 +119,7 @@ class Profile:
         if not timed:
             return self
         own = tuple(
-            (per_core, per_core * self.gemm_seconds(n, n, n, "float32") / seconds)
+            (per_core, per_core * self._alone_seconds(n, self.cores) / seconds)
             for per_core, n, seconds in timed
         )
         return replace(self, shared_efficiency=((1.0, 1.0), *own))
@@ -151,11 +151,10 @@ class Profile:
         counts) and ``comm_scale`` is 1. Beyond, each collective's formula with the alpha and
         beta fitted to it over every count timed above the cores (:meth:`sliced_fit`; on groups
         of fewer ranks, :meth:`grid_fit`), times ``comm_scale`` = ranks per core: the cores
-        time-slice every rank's part of it. Profiles
-        without those timings use the launched job's parameters slowed as GEMMs are
-        (:meth:`slowdown`), which counts the launched job's own time slicing twice. GEMMs with
-        the BLAS threads a rank has there (``threads``); the callers slow GEMMs and copies down
-        above the cores (:meth:`slowdown`)."""
+        time-slice every rank's part of it. Profiles without those timings use the launched job's
+        parameters slowed as GEMMs are (:meth:`slowdown`), which counts the launched job's own
+        time slicing twice. GEMMs with the BLAS threads a rank has there (``threads``); the
+        callers slow GEMMs and copies down above the cores (:meth:`slowdown`)."""
         if self.ranks_per_node is not None:
             if ranks_per_node != self.ranks_per_node:
                 raise ValueError(
@@ -199,10 +198,10 @@ class Profile:
             }
             exposed = {}  # from the counts that measured it, the nearest one's outside them
             for k in set().union(*(c.get("exposed", {}) for c in fitting)):
-                measured = [
-                    (c["ranks"], c["exposed"][k]) for c in fitting if k in c.get("exposed", ())
-                ]
-                exposed[k] = float(np.interp(g, *zip(*measured, strict=True)))
+                has = [c for c in fitting if k in c.get("exposed", ())]
+                exposed[k] = float(
+                    np.interp(g, [c["ranks"] for c in has], [c["exposed"][k] for c in has])
+                )
             out = replace(
                 self,
                 alpha=at_g([c["alpha"] for c in fitting]),
@@ -226,10 +225,10 @@ class Profile:
     def busy_at(self, ranks_per_node: int) -> float:
         """What GEMMs take with ``ranks_per_node`` ranks (up to the cores) computing at once,
         over what the rates say: at each count calibrate measured, the GEMM every rank did at
-        once ("gemm_shared", bench.calibration.busy_gemm) against this profile's price of it
-        with that count's BLAS threads; linear between counts, the nearest count's outside
-        them (the rates, each shape timed alone, priced a 16-core machine's GEMMs at 16 ranks
-        1.3-1.6 times short). 1 above the cores (:meth:`slowdown`) and without such counts."""
+        once ("gemm_shared", bench.calibration.busy_gemm) against the rates' price of it with
+        that count's BLAS threads (:meth:`_alone_seconds`); linear between counts, the nearest
+        count's outside them (the rates, each shape timed alone, priced a 16-core machine's
+        GEMMs at 16 ranks 1.3-1.6 times short). 1 above the cores and without such counts."""
         if ranks_per_node > self.cores:
             return 1.0
 
@@ -248,9 +247,10 @@ class Profile:
         return float(np.interp(ranks_per_node, gs, rs))
 
     def _alone_seconds(self, n: int, g: int) -> float:
-        """The rates' price of an n^3 float32 GEMM with g ranks on the node's BLAS threads."""
+        """The rates' price of an n^3 float32 GEMM with g ranks on the node's BLAS threads, at
+        their typical pace there (gemm_rates.typical_seconds)."""
         alone = replace(self, threads=blas_threads(self.cores, g), busy=1.0)
-        return alone.gemm_seconds(n, n, n, "float32")
+        return typical_seconds(alone.gemm_seconds, self._rates("float32"), (n, n, n), "float32")
 
     def _alltoallv_at(self, g: int) -> dict | None:
         """A redistribution's coefficients at g ranks (bench.calibration_counts.alltoallv_costs).
