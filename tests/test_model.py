@@ -399,10 +399,10 @@ def test_gemms_below_the_cores_are_priced_as_every_rank_computing_at_once(tmp_pa
 
 
 def test_gemms_at_once_are_compared_with_the_rates_typical_pace_not_one_shape(tmp_path):
-    """The GEMM calibrate times with every rank working is compared with the rates' median
-    pace over its shape and the shapes a grid step away: a table whose one point at that shape
+    """The GEMM calibrate times with every rank working is compared with the rates' pace at
+    its shape median-filtered over the shapes a grid step away: a table whose one point there
     ran 16% fast (results/vm-2c-zen4) does not price every GEMM 16% long, below the cores
-    (busy_at) or above them (the time-slicing efficiency)."""
+    (busy_at) or above them (the time-slicing efficiency); a pace on a trend is kept."""
     from conftest import PROFILE
 
     grid = (320, 1024, 3072)
@@ -430,6 +430,10 @@ def test_gemms_at_once_are_compared_with_the_rates_typical_pace_not_one_shape(tm
     assert prof.at(2).gemm_seconds(3072, 320, 1024, "float32") == pytest.approx(
         1.05 * prof.gemm_seconds(3072, 320, 1024, "float32")
     )
+    # rates rising with m: 1024^3 lies between its neighbours, and is compared as it is
+    rising = [[m, k, n, 1e-11 * m * k * n * (1024 / m) ** 0.2] for m, k, n, _ in one]
+    prof = Profile.load(_write(tmp_path, {**data, "gemm": {"float32": rising}}))
+    assert prof.busy_at(2) == pytest.approx(1.05)
 
 
 def test_layout_changes_are_refitted_without_moves_that_moved_nothing(tmp_path):

@@ -115,13 +115,14 @@ def test_the_moves_hold_on_the_2_core_vms_end_to_end_runs():
 def test_runs_on_an_emulated_cluster_are_replayed_on_it():
     """scripts/model_accuracy.py --replay prices each run on the machine its table names: 36
     runs on emulated 4 x 2 and 8 x 2 clusters over 1 GbE (results/vm-2c-amx/model_emu.csv,
-    communication 66% of the time) come out a median 8.6% off as they ran (7.7% before stop
+    communication 66% of the time) come out a median 8.8% off as they ran (7.7% before stop
     60's walk let messages posted together move at once, which priced the worst runs of the
-    other VMs' tables better and this one's 0.81-0.98 where they were 0.90-1.09), where priced
-    on one node (the table's topology left out) they were 64% off."""
+    other VMs' tables better and this one's 0.81-0.98 where they were 0.90-1.09; 8.6% before
+    stop 76's busy factor took the GEMM rates' pace median-filtered), where priced on one node
+    (the table's topology left out) they were 64% off."""
     vm = ROOT / "results" / "vm-2c-amx"
     _, median = _replay(vm, "model_emu.csv", "profile.json", runs=36)
-    assert median <= 0.087
+    assert median <= 0.089
 
 
 def test_the_moves_hold_when_calibrate_times_them_beyond_the_caches():
@@ -147,14 +148,16 @@ def test_the_moves_hold_on_an_amd_vm_too():
 def test_the_model_holds_on_an_amd_vm_with_warm_repetitions():
     """Issue 13's targets on the AMD 2-core VM (results/vm-2c, stop 59): with repetitions that
     reuse their memory (bench.machine.keep_freed) and a calibration made so, 99 runs at P =
-    2-16 a median 7.0% off, only summa 3x4 at 12 ranks over 30%; 36 runs on an emulated
+    2-16 a median 7.2% off (7.0% before stop 76's busy factor took the GEMM rates' pace
+    median-filtered: this profile's 1024^3 is a little slower than its neighbours), only
+    summa 3x4 at 12 ranks over 30%; 36 runs on an emulated
     cluster of 4 x 2 and 8 x 2 ranks on 1 GbE (communication 56% of the time) 7.1% off (6.2%
     before stop 60's walk let messages posted together move at once: Cannon 4x4 at 16 ranks
     on the tall-skinny shape 1.19 -> 0.93, t10 2x2x4 1.12 -> 0.94, summa25d 2x2x2 0.89 ->
     0.83), only the summa3d run that was memory over 30%."""
     vm = ROOT / "results" / "vm-2c"
     for table, profile, most, over in (
-        ("model_accuracy_s59c.csv", "profile_s59b.json", 0.07, 2),
+        ("model_accuracy_s59c.csv", "profile_s59b.json", 0.073, 2),
         ("model_emu_s59.csv", "profile_s59.json", 0.072, 1),
     ):
         out, median = _replay(vm, table, profile)
@@ -186,6 +189,20 @@ def test_the_model_holds_on_an_avx2_amd_vm():
         out, median = _replay(vm, table, "profile.json")
         assert median <= most
         assert "over 30%: 0 runs" in out
+
+
+def test_the_model_holds_on_a_zen4_vm_whose_table_had_one_lucky_shape():
+    """Issue 13's first target on a sixth kind of 2-core VM (results/vm-2c-zen4: Zen 4,
+    AVX-512), whose GEMM table put 1024^3, the shape calibrate also times with every rank
+    working, at 116 GFLOP/s and its neighbours at 93-106: compared with that one shape, the
+    busy factor priced every GEMM 1.22 times long and 99 runs at P = 2-16 a median 20.9% off,
+    17 over 30%; with its pace median-filtered over its neighbours (stop 76), 8.2%, 2 over 30%.
+    The same runs with a second calibration, whose 1024^3 was not so lucky: 5.0%."""
+    vm = ROOT / "results" / "vm-2c-zen4"
+    out, median = _replay(vm, "model_accuracy.csv", "profile.json")
+    assert median <= 0.085 and "over 30%: 2 runs" in out
+    _, median = _replay(vm, "model_accuracy.csv", "profile_2.json")
+    assert median <= 0.052
 
 
 def test_the_model_and_the_moves_hold_on_an_ice_lake_vm():

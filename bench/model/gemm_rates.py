@@ -82,15 +82,22 @@ class GemmRates:
 
 
 def typical_seconds(price, rates: GemmRates, mkn: tuple[int, int, int], *args) -> float:
-    """``price(m, k, n, *args)`` of ``mkn`` at the median pace per flop of it and the shapes
-    a grid step away (:meth:`GemmRates.around`): what calibrate's GEMMs timed with every rank
-    working are compared with. One shape's rate carries its own timing's luck, and the
-    comparison scales every GEMM: on results/vm-2c-zen4's VM the table put 1024^3 at 116
-    GFLOP/s and its six neighbours at a median 100, so every GEMM was priced 1.22 times long
-    where 2 ranks computed at once (99 runs a median 20.9% off, 8.2% with this)."""
-    shapes = rates.around(mkn)
-    per_flop = np.median([price(*s, *args) / (2.0 * math.prod(s)) for s in shapes])
-    return float(per_flop) * 2.0 * math.prod(mkn)
+    """``price(m, k, n, *args)`` of ``mkn`` at its pace per flop median-filtered: along each
+    measured axis the median of it and the grid's shapes either side (:meth:`GemmRates.around`),
+    then the median over the axes. A pace between its neighbours' (a trend) is kept as it is;
+    one beyond both on most axes (one timing's luck) is taken back to theirs. What calibrate's
+    GEMMs timed with every rank working are compared with, and the comparison scales every
+    GEMM: on results/vm-2c-zen4's VM the table put 1024^3 at 116 GFLOP/s and its six neighbours
+    at 93-106, so every GEMM was priced 1.22 times long where 2 ranks computed at once (99 runs a
+    median 20.9% off, 8.2% so)."""
+    flops = 2.0 * math.prod(mkn)
+    center = price(*mkn, *args) / flops
+    per_axis = []
+    for i in rates.varying:
+        side = [s for s in rates.around(mkn)[1:] if s[i] != mkn[i]]
+        paces = [price(*s, *args) / (2.0 * math.prod(s)) for s in side]
+        per_axis.append(np.median([center, *paces]))
+    return float(np.median(per_axis)) * flops if per_axis else center * flops
 
 
 @dataclass(frozen=True)
