@@ -175,8 +175,10 @@ def swept(where: str) -> None:
     (SIGKILL, the OOM killer) cannot remove its own, and /dev/shm is memory. A spool's name
     carries its plan's pid; one whose process exists, or that another user owns, is kept."""
     for name in os.listdir(where):
+        if not name.startswith(SPOOL_PREFIX):
+            continue
         pid = name[len(SPOOL_PREFIX) :].split("-", 1)[0]
-        if not name.startswith(SPOOL_PREFIX) or not pid.isdigit():
+        if not pid.isdigit():
             continue
         try:
             os.kill(int(pid), 0)

@@ -159,11 +159,21 @@ class LinkModel:
             out[cs[levels[i]] != cd[levels[i]]] = i
         return out
 
+    def level_prices(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(priced, alpha, seconds per byte), indexed like :meth:`pair_levels` (one entry per
+        level of ``levels_of(tree)``, the last for -1, within one rank): whether this model
+        prices the level, and a message's start and per-byte cost there (0 where unpriced)."""
+        levels = levels_of(self.tree)
+        priced = np.array([self.models(lv) for lv in levels] + [False])
+        alpha, per_byte = np.zeros(len(levels) + 1), np.zeros(len(levels) + 1)
+        for i in np.flatnonzero(priced):
+            alpha[i], per_byte[i] = self.alpha_beta(levels[i])
+        return priced, alpha, per_byte
+
     def crosses(self, src, dst) -> np.ndarray:
         """Whether each message from tree rank ``src[i]`` to ``dst[i]`` crosses a level this
         model prices (the others are left to the node's profile)."""
-        priced = np.array([self.models(lv) for lv in levels_of(self.tree)] + [False])
-        return priced[self.pair_levels(src, dst)]
+        return self.level_prices()[0][self.pair_levels(src, dst)]
 
     def exchange(self, src, dst, nbytes) -> np.ndarray:
         """Seconds per tree rank of its part of an exchange (an Alltoallv) in which tree rank
@@ -171,12 +181,7 @@ class LinkModel:
         message crossing level L costs ``alpha_L + n * share_L / bandwidth_L``, one after
         another, and a rank takes the longer of its sending and its receiving. Messages that
         cross no priced level cost nothing here."""
-        levels = levels_of(self.tree)
-        cost = np.zeros(len(levels) + 1)  # per message: alpha; per byte: beta (-1: no level)
-        per_byte = np.zeros(len(levels) + 1)
-        for i, lv in enumerate(levels):
-            if self.models(lv):
-                cost[i], per_byte[i] = self.alpha_beta(lv)
+        _, cost, per_byte = self.level_prices()
         at = self.pair_levels(src, dst)
         seconds = cost[at] + np.asarray(nbytes, float) * per_byte[at]
         seconds = np.where(np.asarray(nbytes) > 0, seconds, 0.0)

@@ -23,7 +23,6 @@ from layouts.counting import overlap_chunks
 from layouts.endpoints import Move, check_pairs
 from layouts.redistribute import one_holder
 from layouts.tensorlayout import TooManyPairs
-from topology.hierarchy import levels_of
 
 from .move_price import MovePrice, ending_barriers, ranks_seconds
 from .profile import Profile
@@ -82,12 +81,7 @@ class _Phase:
         self.sent, self.recv, self.copied = np.zeros(P), np.zeros(P), np.zeros(P)
         self.pieces = np.zeros(P)  # copied, each end (layouts.counting.piece_counts)
         if links is not None:
-            levels = levels_of(links.tree)
-            self.priced = np.array([links.models(lv) for lv in levels] + [False])
-            self.alpha, self.beta = np.zeros(len(levels) + 1), np.zeros(len(levels) + 1)
-            for i, lv in enumerate(levels):
-                if links.models(lv):
-                    self.alpha[i], self.beta[i] = links.alpha_beta(lv)
+            self.priced, self.alpha, self.beta = links.level_prices()  # by pair_levels' index
             self.linked_out, self.linked_in = np.zeros(P), np.zeros(P)
 
     def move(self, m: Move, pi: np.ndarray) -> int:
