@@ -43,11 +43,11 @@ def exchange_counts(
     held = held_table(splace, P)
     out = np.zeros(P * P, np.int64)
     for sbase, sres, dbase, dres, count in _keys(per_dim, splace, dplace):
-        dh = dplace.holders[dres]
+        dh = _rows(dplace.holders, dres)
         real = dh >= 0
         t = to_comm[np.where(real, dbase[:, None] + dh, 0)]
         has = holds(held, sbase[:, None], sres[:, None], t)
-        source = np.where(has, t, (sbase + splace.primary[sres])[:, None])
+        source = np.where(has, t, (sbase + _rows(splace.primary, sres))[:, None])
         np.add.at(out, (source * P + t)[real], np.broadcast_to(count[:, None], t.shape)[real])
     return out.reshape(P, P)
 
@@ -139,7 +139,7 @@ def _entries(
     ):
         for lo in range(0, sbase.size, step):
             at = slice(lo, lo + step)
-            sh, dh = splace.holders[sres[at]], dplace.holders[dres[at]]
+            sh, dh = _rows(splace.holders, sres[at]), _rows(dplace.holders, dres[at])
             d = dbase[at, None] + dh
             held = dh >= 0
             s = sbase[at]
@@ -173,7 +173,7 @@ def piece_counts(
     splace, dplace, per_dim = _counting(src, src_mesh, dst, dst_mesh)
     sent, got = np.zeros(P), np.zeros(P)
     for sbase, sres, dbase, dres, runs in _keys(per_dim, splace, dplace, runs=True):
-        source, dh = splace.primary[sres], dplace.holders[dres]
+        source, dh = _rows(splace.primary, sres), _rows(dplace.holders, dres)
         held = (dh >= 0) & (source >= 0)[:, None]
         sends = held.any(1)
         sent += np.bincount((sbase + source)[sends], (runs * held.sum(1))[sends], P)
@@ -355,13 +355,30 @@ def _keys(per_dim: list, splace: Placement, dplace: Placement, runs: bool | None
     for lo in range(0, len(first), step):
         part = first[lo : lo + step]
         cs = [np.outer(first_counts[lo : lo + step], w).ravel() for w in weights]
-        sbase, sres, dbase, dres = (np.add.outer(part[:, j], keys[:, j]).ravel() for j in range(4))
-        yield sbase, _residues(sres, splace.n_time), dbase, _residues(dres, dplace.n_time), *cs
+        sbase, dbase = (np.add.outer(part[:, j], keys[:, j]).ravel() for j in (0, 2))
+        sres = _residues(part[:, 1], keys[:, 1], splace.n_time)
+        dres = _residues(part[:, 3], keys[:, 3], dplace.n_time)
+        yield sbase, sres, dbase, dres, *cs
 
 
-def _residues(parts: np.ndarray, n_time: int) -> np.ndarray:
-    """Summed residue parts taken modulo the layout's time chunks (none for most layouts)."""
-    return np.zeros_like(parts) if n_time == 1 else parts % n_time
+def _residues(first: np.ndarray, rest: np.ndarray, n_time: int) -> np.ndarray:
+    """The residue parts of ``first`` and ``rest`` summed (np.add.outer, raveled) modulo the
+    layout's time chunks; where there is one chunk (most layouts), zeros: a read-only broadcast,
+    nothing summed."""
+    if n_time == 1:
+        return np.broadcast_to(np.zeros(1, np.int64), (first.size * rest.size,))
+    parts = np.add.outer(first, rest).ravel()
+    if n_time & (n_time - 1) == 0:  # a power of two (T10's Time axes): a mask, not a division
+        return np.bitwise_and(parts, n_time - 1, out=parts)
+    return np.remainder(parts, n_time, out=parts)
+
+
+def _rows(table: np.ndarray, residues: np.ndarray) -> np.ndarray:
+    """``table[residues]`` (a placement's holders or primary by residue); a table of one row
+    (one time chunk) read-only broadcast instead, no rows gathered."""
+    if table.shape[0] == 1:
+        return np.broadcast_to(table[0], (residues.shape[0], *table.shape[1:]))
+    return table[residues]
 
 
 __all__ = [
