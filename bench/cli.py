@@ -26,6 +26,9 @@ SUBCOMMANDS = {
     "compare": ("bench.compare_cmd", "is NEW faster or slower than OLD? (two results tables)"),
 }
 
+# commands that price moves and move no data: NumPy sorts as fast as it can (bench/numpy_sorts.py)
+MODEL_ONLY = ("plan", "predict")
+
 
 def _rank() -> int:
     mpi = sys.modules.get("mpi4py.MPI")
@@ -61,6 +64,10 @@ def build_parser(names=tuple(SUBCOMMANDS)) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in MODEL_ONLY:
+        from .numpy_sorts import import_numpy_for_sorting
+
+        import_numpy_for_sorting()  # before anything imports NumPy
     # Build only the parser of the subcommand asked for, so `distmm layout` never loads MPI.
     parser = build_parser([argv[0]] if argv and argv[0] in SUBCOMMANDS else SUBCOMMANDS)
     args = parser.parse_args(argv)

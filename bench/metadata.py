@@ -63,15 +63,26 @@ def clean(text: object) -> str:
 
 def cpu_model() -> str:
     """The ``model name`` of /proc/cpuinfo, or platform.processor() / machine() elsewhere."""
+    info = cpu_info()
+    for key in ("model name", "Model", "cpu model"):
+        if info.get(key):
+            return clean(info[key])
+    return clean(platform.processor() or platform.machine())
+
+
+def cpu_info() -> dict[str, str]:
+    """The fields of /proc/cpuinfo, each as the first processor lists it ({} where there is
+    no such file)."""
+    out: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo") as fh:
             for line in fh:
                 key, _, value = line.partition(":")
-                if key.strip() in ("model name", "Model", "cpu model") and value.strip():
-                    return clean(value)
+                if key.strip() and value.strip():
+                    out.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return clean(platform.processor() or platform.machine())
+    return out
 
 
 def cores() -> int:
