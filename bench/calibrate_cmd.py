@@ -237,8 +237,10 @@ def main(args) -> int:
         )
 
     timed = (c.get(k, ()) for c in counts for k in ("probes", "dropped_probes"))
-    # one count's probe after it is the next one's before: each sample once
-    probes = list(dict.fromkeys([first_probe, *(p for t in timed for p in t), speed_probe(world)]))
+    # one count's probe after it is the next one's before, the same object: each sample once
+    # (by value, two samples that took the same nanoseconds were one: 3 probes, not 4, once)
+    samples = [first_probe, *(p for t in timed for p in t), speed_probe(world)]
+    probes = list({id(p): p for p in samples}.values())
     profile = {
         "machine": {
             "host": platform.node(),
