@@ -92,9 +92,9 @@ def typical_seconds(price, rates: GemmRates, mkn: tuple[int, int, int], *args) -
     median 20.9% off, 8.2% so)."""
     flops = 2.0 * math.prod(mkn)
     center = price(*mkn, *args) / flops
-    per_axis = []
+    per_axis, neighbours = [], rates.around(mkn)[1:]
     for i in rates.varying:
-        side = [s for s in rates.around(mkn)[1:] if s[i] != mkn[i]]
+        side = [s for s in neighbours if s[i] != mkn[i]]
         paces = [price(*s, *args) / (2.0 * math.prod(s)) for s in side]
         per_axis.append(np.median([center, *paces]))
     return float(np.median(per_axis)) * flops if per_axis else center * flops
