@@ -24,7 +24,7 @@ from layouts.endpoints import Move, check_pairs
 from layouts.redistribute import one_holder
 from layouts.tensorlayout import TooManyPairs
 
-from .move_price import MovePrice, ending_barriers, ranks_seconds
+from .move_price import MovePrice, ending_barriers, held_start, ranks_seconds
 from .profile import Profile
 
 _ROWS = 512  # rows of the P x P bits scanned at once on a cluster (their pairs' levels)
@@ -142,9 +142,7 @@ class _Phase:
             messages = np.maximum(n_out, n_in)
             if crossing:
                 linked = np.maximum(self.linked_out + alpha_out, self.linked_in + alpha_in)
-                a2av = profile.at(rpn).alltoallv
-                if self.links.emulated and a2av:
-                    linked = linked + a2av["start"]
+                linked = linked + held_start(self.links, profile, rpn)
         elements = np.rint(np.maximum(self.sent, self.recv)).astype(np.int64)
         return ranks_seconds(
             (messages, elements, self.copied), profile, itemsize, rpn, linked, pieces

@@ -31,6 +31,7 @@ from .move_price import (
     MovePrice,
     _reduced,
     ending_barriers,
+    held_start,
     phase_barrier,
     phase_end,
     phase_pieces,
@@ -72,8 +73,8 @@ def pairs_seconds(
     # emulated links hold messages that really move on this machine: they count here too
     local = off if links.emulated else off & ~net
     linked = links.exchange(src[net], dst[net], count[net] * itemsize) if net.any() else None
-    if linked is not None and links.emulated and (a2av := profile.at(ranks_per_node).alltoallv):
-        linked = linked + a2av["start"]
+    if linked is not None:
+        linked = linked + held_start(links, profile, ranks_per_node)
     per_rank = _per_rank(src, dst, count, P, local)
     return ranks_seconds(per_rank, profile, itemsize, ranks_per_node, linked, pieces)
 
