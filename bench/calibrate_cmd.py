@@ -42,6 +42,7 @@ from .calibration import (
     cpu_facts,
     fit,
     pingpong,
+    reduce_bandwidth,
     sleep_until_all,
     speed_probe,
     steadiness_text,
@@ -189,6 +190,11 @@ def main(args) -> int:
 
     copy_bw = copy_bandwidth(world, facts["cores"])
     say(f"\n# local copy: {copy_bw / 1e9:.2f} GB/s per core (16 MiB arrays)")
+    combine = reduce_bandwidth(world, facts["cores"])
+    say(
+        "# local reduction (MPI's SUM, a rank per core at once): "
+        + ", ".join(f"{dt} {bw / 1e9:.2f} GB/s" for dt, bw in combine.items())
+    )
     if facts["oversubscribed"]:
         say(f"\n# rank counts up to {cores}: measured in a job of {cores} ranks (no yielding)")
     counts = _counts(world, args.quick, facts)
@@ -264,6 +270,7 @@ def main(args) -> int:
         "gemm_threads": threaded,
         "oversubscription": shared,
         "copy_bandwidth": copy_bw,
+        "reduce_bandwidth": combine,
         "counts": counts,
     }
     if nodes > 1:

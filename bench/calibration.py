@@ -158,16 +158,37 @@ def copy_bandwidth(world, cores: int) -> float:
     """Bytes per second one core copies between two 16 MiB arrays (one rank per core)."""
     src = np.ones(1 << 22, np.float32)
     dst = np.empty_like(src)
-    np.copyto(dst, src)
+    return src.nbytes / _every_core(world, cores, lambda: np.copyto(dst, src))
+
+
+def reduce_bandwidth(world, cores: int) -> dict[str, float]:
+    """{dtype: bytes per second one core combines with MPI's SUM (``Reduce_local``) of one
+    16 MiB array into another}, a rank per core at once, as every rank of a reduction combines:
+    the gamma of a reduction whose bytes a network moves (bench.model.walk.combine_seconds)."""
+    from mpi4py import MPI
+
+    out = {}
+    for dtype in ("float32", "float64"):
+        src = np.ones((1 << 24) // np.dtype(dtype).itemsize, dtype)
+        dst = np.ones_like(src)
+        combine = partial(MPI.SUM.Reduce_local, src, dst)
+        out[dtype] = src.nbytes / _every_core(world, cores, combine)
+    return out
+
+
+def _every_core(world, cores: int, op, laps: int = 10) -> float:
+    """Seconds ``op()`` takes, the median over the ranks below ``cores`` running it at once
+    (after one untimed call), the other ranks asleep."""
+    op()
     t = 0.0
     sleep_until_all(world)
     if world.Get_rank() < cores:
         t0 = now()
-        for _ in range(10):
-            np.copyto(dst, src)
-        t = (now() - t0) / 10
+        for _ in range(laps):
+            op()
+        t = (now() - t0) / laps
     sleep_until_all(world)
-    return src.nbytes / float(np.median([x for x in world.allgather(t) if x > 0]))
+    return float(np.median([x for x in world.allgather(t) if x > 0]))
 
 
 def sleep_until_all(world) -> None:

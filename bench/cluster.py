@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from topology.costs import REDUCING
 from topology.hierarchy import cluster_size, is_cluster
 from topology.networks import NETWORKS
 
@@ -67,7 +68,16 @@ def measured_network(profile: str) -> str:
     return f"measured across nodes (calibrate --network-into, {profile})"
 
 
-def sources(events, links, rpn: int) -> dict[str, str]:
+def _combining(kind: str, profile) -> str:
+    """Where a reduction's combining across nodes is priced from (walk.combine_seconds)."""
+    if kind not in REDUCING:
+        return ""
+    if profile.reduce_bandwidth:
+        return ", combining measured (profile: MPI's SUM)"
+    return ", combining not counted (the profile predates its measurement: re-run calibrate)"
+
+
+def sources(events, links, rpn: int, profile) -> dict[str, str]:
     """{phase kind: where its price comes from} for the kinds in ``events``."""
     by_kind: dict[str, set] = {}
     for e in events:
@@ -82,7 +92,7 @@ def sources(events, links, rpn: int) -> dict[str, str]:
         for lv in ("node", "local"):
             if lv in levels:
                 parts.append(
-                    f"between nodes: {network_text(links)}"
+                    f"between nodes: {network_text(links)}{_combining(kind, profile)}"
                     if links.models(lv)
                     else "inside a node: measured (profile)"
                 )
@@ -104,7 +114,7 @@ def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tu
     word = np.dtype(args.dtype).itemsize
     link = links.alpha_beta("node")
     stated = stated_cost(plan.algo, plan.shape, plan.P, plan.grid, profile, word, link=link)
-    src = sources(events, links, rpn)
+    src = sources(events, links, rpn, profile)
     comm = communication_seconds(events, profile, args.dtype, rpn, links)
     moved = price_moves(
         plan_moves(users, plan) if users else [],

@@ -123,6 +123,49 @@ def test_one_rank_per_node_holds_nothing_of_the_calibration_links(tmp_path):
         assert (a == b) is same  # inside a node (4 per node) the profile's links do count
 
 
+def test_a_reduction_across_nodes_is_combined_by_the_nodes_cores(tmp_path):
+    """The network moves a reduce-scatter's bytes; the ranks' cores sum them at the profile's
+    measured rate (gamma), slowed as computation is where ranks share cores. Without the rate
+    (an older profile) and on emulated links (the sums really happen here) nothing is added."""
+    import json
+    from dataclasses import replace
+
+    from bench.model import Profile, combine_seconds, predict, schedule
+    from topology.costs import collective_seconds
+
+    assert collective_seconds("reduce_scatter", 1 << 20, 4, 0.0, 1e-10, gamma=1e-9) == (
+        pytest.approx(0.75 * (1 << 20) * (1e-10 + 1e-9))
+    )
+    plain, combined = (
+        collective_seconds("allreduce", 1 << 20, 4, 0.0, 1e-10, gamma=g) for g in (0, 1e-9)
+    )
+    assert plain + 0.75 * (1 << 20) * 1e-9 == pytest.approx(combined)
+    assert collective_seconds("allgather", 1 << 20, 4, 0.0, 1e-10, gamma=1e-9) == (
+        collective_seconds("allgather", 1 << 20, 4, 0.0, 1e-10)
+    )
+    without = Profile.load(_profile(tmp_path, 2e-6, "old.json"))
+    data = json.loads((tmp_path / "old.json").read_text())
+    data["reduce_bandwidth"] = {"float32": 2e9, "float64": 4e9}
+    (tmp_path / "new.json").write_text(json.dumps(data))
+    measured = Profile.load(tmp_path / "new.json")
+    assert combine_seconds(without, "float32", 1.0) == 0.0
+    assert combine_seconds(measured, "float32", 3.0) == pytest.approx(3 / 2e9)
+    cannon25d = get("cannon25d")
+    plan = cannon25d.plan((1024, 1024, 1024), 8, grid=(2, 2, 2))
+    tree = parse_topology("cluster:8,1")
+    links = LinkModel.load("ib-ndr", tree)
+    events = schedule(cannon25d, plan, 0, np.float32, default_binding(plan.mesh, tree), tree)
+    (rs,) = (e for e in events if e.kind == "reduce_scatter")
+    summed = (rs.group - 1) / rs.group * rs.nbytes / 2e9  # one rank per node: not slowed
+
+    def phase(profile, links):
+        return predict(events, profile, "float32", 1, links=links).phases["reduce_scatter"]
+
+    assert phase(measured, links) == pytest.approx(phase(without, links) + summed)
+    emulated = replace(links, emulated=True)
+    assert phase(measured, emulated) == phase(without, emulated)
+
+
 def test_predict_cli_on_a_cluster(tmp_path):
     import json
 

@@ -598,6 +598,9 @@ def test_calibrate_trace_analyze(tmp_path):
     assert data["machine"]["ranks"] == 2 and data["p2p"]["large"]["beta"] > 0
     assert data["collectives"]["alltoall"] and data["collective_factor"]["alltoall"] > 0
     assert "# alltoall on 2 ranks" in r.stdout
+    assert sorted(data["reduce_bandwidth"]) == ["float32", "float64"]
+    assert all(bw > 1e8 for bw in data["reduce_bandwidth"].values())
+    assert "# local reduction (MPI's SUM" in r.stdout
     # the machine's speed sampled before, at each count and after: spread printed and kept
     probes = data["machine"]["steadiness"]["seconds"]
     assert len(probes) >= 4 and all(t > 0 for t in probes) and "# steadiness: " in r.stdout

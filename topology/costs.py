@@ -1,11 +1,12 @@
-"""What one message or collective costs: MPICH's algorithms in the alpha-beta model.
+"""What one message or collective costs: MPICH's algorithms in the alpha-beta-gamma model.
 
 The formulas follow MPICH's collective algorithms (Thakur, Rabenseifner, Gropp 2005). ``nbytes``
 is what an event's ``nbytes`` means (algorithms/events.py): the buffer, and for an allgather one
 rank's piece. Messages shorter than :data:`EAGER_LIMIT` use the small-message parameters
-(``alpha``, ``beta``), longer ones the large-message ones (which default to the small ones). The
-cost model (bench/model) scales these by calibrated factors; the tree's link model
-(topology/links.py) calls them with one level's parameters.
+(``alpha``, ``beta``), longer ones the large-message ones (which default to the small ones).
+``gamma`` is the seconds a rank takes to combine one byte in a reduction (MPI's SUM on its
+cores; 0: not counted). The cost model (bench/model) scales these by calibrated factors; the
+tree's and clusters' link model (topology/links.py) calls them with one level's parameters.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import math
 import numpy as np
 
 EAGER_LIMIT = 16384  # bytes: below, MPICH uses the short-message algorithms
+REDUCING = ("reduce_scatter", "allreduce")  # the collectives that combine what they receive
 
 
 def collective_seconds(
@@ -25,9 +27,10 @@ def collective_seconds(
     beta: float,
     alpha_large: float | None = None,
     beta_large: float | None = None,
+    gamma: float = 0.0,
 ) -> float:
     """Seconds for ``kind`` (shift, bcast, allgather, reduce_scatter, allreduce, alltoall,
-    barrier) on g ranks; ``beta`` is seconds per byte."""
+    barrier) on g ranks; ``beta`` and ``gamma`` are seconds per byte."""
     if g <= 1:
         return 0.0
     n = nbytes
@@ -49,10 +52,10 @@ def collective_seconds(
         return (lg + g - 1) * a + 2 * (g - 1) / g * n * b
     if kind == "allgather":  # n is one rank's piece: ring
         return (g - 1) * (a + n * b)
-    if kind == "reduce_scatter":  # n is the whole buffer
-        return lg * a + (g - 1) / g * n * b
-    if kind == "allreduce":  # Rabenseifner
-        return 2 * lg * a + 2 * (g - 1) / g * n * b
+    if kind == "reduce_scatter":  # n is the whole buffer; recursive halving or pairwise
+        return lg * a + (g - 1) / g * n * (b + gamma)
+    if kind == "allreduce":  # Rabenseifner: a reduce-scatter, then an allgather
+        return 2 * lg * a + 2 * (g - 1) / g * n * b + (g - 1) / g * n * gamma
     raise ValueError(f"no cost formula for {kind}")
 
 
@@ -75,4 +78,4 @@ def exchange_seconds(
     return float(out) if np.ndim(out) == 0 else out
 
 
-__all__ = ["EAGER_LIMIT", "collective_seconds", "exchange_seconds"]
+__all__ = ["EAGER_LIMIT", "REDUCING", "collective_seconds", "exchange_seconds"]

@@ -140,13 +140,16 @@ class LinkModel:
         a, b = self.alpha_beta(level)
         return a + nbytes * b
 
-    def collective(self, kind: str, nbytes: int, g: int, level: str | None) -> float:
+    def collective(
+        self, kind: str, nbytes: int, g: int, level: str | None, gamma: float = 0.0
+    ) -> float:
         """An operation on g ranks whose messages cross up to ``level``: the MPICH formula
-        (topology.costs) with that level's alpha and shared beta."""
+        (topology.costs) with that level's alpha and shared beta, and ``gamma`` the seconds
+        the ranks' cores take to combine a byte of a reduction (the links only move bytes)."""
         if not self.models(level) or g <= 1:
             return 0.0
         a, b = self.alpha_beta(level)
-        return collective_seconds(kind, nbytes, g, a, b)
+        return collective_seconds(kind, nbytes, g, a, b, gamma=gamma)
 
     def pair_levels(self, src, dst) -> np.ndarray:
         """For messages from tree rank ``src[i]`` to ``dst[i]`` (arrays): the index in

@@ -27,7 +27,7 @@ from .redistribution import (
 from .schedule import Pruned, bytes_per_rank, price, schedule, setup_seconds
 from .search import Job, search
 from .stated import stated_cost
-from .walk import Prediction, communication_seconds, predict
+from .walk import Prediction, combine_seconds, communication_seconds, predict
 
 __all__ = [
     "EAGER_LIMIT",
@@ -39,6 +39,7 @@ __all__ = [
     "Pruned",
     "bytes_per_rank",
     "collective_seconds",
+    "combine_seconds",
     "communication_seconds",
     "level_bytes",
     "predict",

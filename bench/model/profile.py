@@ -49,13 +49,13 @@ class Profile:
     collective_factor: dict = field(default_factory=dict)  # kind -> measured / formula
     shared_efficiency: tuple = ()  # ((ranks per core, efficiency), ...) from calibration
     copy_bandwidth: float = 5e9  # bytes/s one core copies (read + write counted once)
+    reduce_bandwidth: dict = field(default_factory=dict)  # dtype -> B/s MPI's SUM (calibrate)
     cores: int = 1
     meta: dict = field(default_factory=dict)
-    # What was measured with g ranks of the node running (bench/calibration_counts.py,
-    # at_each_count): ({"ranks": g, "alpha": .., "beta": .., "alpha_large": .., "beta_large":
-    # .., "collective_factor": {kind: f}, "efficiency", "alltoallv", "yielding": bool} or,
-    # above the cores, "collectives" (and "grid", "grid_collectives") instead of the
-    # messages, ...) by g. Empty in profiles from before they were.
+    # What was measured with g ranks of the node running (calibration_counts.at_each_count):
+    # ({"ranks": g, "alpha", "beta", "alpha_large", "beta_large", "collective_factor": {kind:
+    # f}, "efficiency", "alltoallv", "yielding": bool} or, above the cores, "collectives" (and
+    # "grid", "grid_collectives") instead of the messages, ...) by g. Empty in old profiles.
     counts: tuple = ()
     comm_scale: float = 1.0  # what messages are multiplied by (see :meth:`at`)
     # set by :meth:`at`: a redistribution's coefficients (calibration_counts.alltoallv_costs)
@@ -97,6 +97,7 @@ class Profile:
                 collective_factor=data.get("collective_factor", {}),
                 shared_efficiency=tuple(map(tuple, data.get("oversubscription", []))),
                 copy_bandwidth=float(data.get("copy_bandwidth", 5e9)),
+                reduce_bandwidth=data.get("reduce_bandwidth", {}),
                 cores=int(data["machine"]["cores"]),
                 meta=data.get("machine", {}),
                 counts=tuple(counts),
@@ -124,7 +125,6 @@ class Profile:
         )
         return replace(self, shared_efficiency=((1.0, 1.0), *own))
 
-    # -- prices ---------------------------------------------------------------------------
     def slowdown(self, ranks_per_node: int) -> float:
         """How much longer a rank's work takes when ranks share cores: ranks per core divided by
         the time-slicing efficiency (1 rank per core or fewer: 1): one value for every count

@@ -295,13 +295,32 @@ def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, l
     here = profile.collective(e.kind, e.nbytes, e.group) * profile.comm_scale
     exposed = profile.exposed.get(e.kind, 0.0) * here if overlap else here
     if links is not None and links.models(e.phase_level):
-        d = links.collective(e.kind, e.nbytes, e.group, e.phase_level)
-        if not links.emulated:
+        if not links.emulated:  # the links move the bytes, the ranks' cores combine them
+            gamma = combine_seconds(profile, dtype, slow)
+            d = links.collective(e.kind, e.nbytes, e.group, e.phase_level, gamma)
             return d, 0.0, False
+        d = links.collective(e.kind, e.nbytes, e.group, e.phase_level)
         # emulated links hold a message that really moves on this machine: the dearer counts,
         # and with no core spare the move here occupies the rank while the hold can hide
         return max(d, here), exposed, True
     return here, exposed, False
 
 
-__all__ = ["Prediction", "Stop", "Walk", "barrier_seconds", "communication_seconds", "predict"]
+def combine_seconds(profile: Profile, dtype: str, slow: float) -> float:
+    """Seconds a rank's cores take to combine one byte of a reduction whose messages cross
+    links that move bytes only (gamma of topology.costs): MPI's SUM on ``dtype`` at the
+    profile's measured rate (Profile.reduce_bandwidth), slowed by ``slow`` as computation is;
+    0 where not measured. Inside a node the measured collectives hold it (their factors)."""
+    rate = profile.reduce_bandwidth.get(str(dtype))
+    return slow / rate if rate else 0.0
+
+
+__all__ = [
+    "Prediction",
+    "Stop",
+    "Walk",
+    "barrier_seconds",
+    "combine_seconds",
+    "communication_seconds",
+    "predict",
+]
