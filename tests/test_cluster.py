@@ -130,6 +130,7 @@ def test_a_reduction_across_nodes_is_combined_by_the_nodes_cores(tmp_path):
     import json
     from dataclasses import replace
 
+    from bench.cluster import sources
     from bench.model import Profile, combine_seconds, predict, schedule
     from topology.costs import collective_seconds
 
@@ -164,6 +165,9 @@ def test_a_reduction_across_nodes_is_combined_by_the_nodes_cores(tmp_path):
     assert phase(measured, links) == pytest.approx(phase(without, links) + summed)
     emulated = replace(links, emulated=True)
     assert phase(measured, emulated) == phase(without, emulated)
+    said = [sources(events, links, 1, p)["reduce_scatter"] for p in (measured, without)]
+    assert said[0].endswith("combining measured (profile: MPI's SUM)")
+    assert "combining not counted" in said[1]
 
 
 def test_predict_cli_on_a_cluster(tmp_path):
