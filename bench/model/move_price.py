@@ -75,8 +75,10 @@ def held_start(links, profile: Profile, ranks_per_node: int) -> float:
     for a layout change on this machine (the held messages really move here, and the phase ends
     in an idle barrier; 0.9 ms at 16 ranks on 2 cores); nothing for links not emulated or a
     profile without layout changes."""
+    if not links.emulated:
+        return 0.0
     a2av = profile.at(ranks_per_node).alltoallv
-    return a2av["start"] if links.emulated and a2av else 0.0
+    return a2av["start"] if a2av else 0.0
 
 
 def _reduced(messages, elements, copied, itemsize: int, per_core: float, pieces=None) -> tuple:
