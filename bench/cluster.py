@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from topology.costs import REDUCING
+from topology.costs import REDUCING, own_block_bytes
 from topology.hierarchy import cluster_size, is_cluster
 from topology.networks import NETWORKS
 
@@ -68,13 +68,18 @@ def measured_network(profile: str) -> str:
     return f"measured across nodes (calibrate --network-into, {profile})"
 
 
-def _combining(kind: str, profile) -> str:
-    """Where a reduction's combining across nodes is priced from (walk.combine_seconds)."""
+def _node_work(kind: str, profile) -> str:
+    """Where the work the ranks' cores do in a collective across nodes is priced from: a
+    reduction's combining (walk.combine_seconds), a rank's own block copied into place
+    (walk.own_copy_seconds)."""
+    out = ""
+    if own_block_bytes(kind, 1 << 20, 2):
+        out += ", own block copied (profile: copy rate)"
     if kind not in REDUCING:
-        return ""
+        return out
     if profile.reduce_bandwidth:
-        return ", combining measured (profile: MPI's SUM)"
-    return ", combining not counted (the profile predates its measurement: re-run calibrate)"
+        return out + ", combining measured (profile: MPI's SUM)"
+    return out + ", combining not counted (the profile predates its measurement: re-run calibrate)"
 
 
 def sources(events, links, rpn: int, profile) -> dict[str, str]:
@@ -92,7 +97,7 @@ def sources(events, links, rpn: int, profile) -> dict[str, str]:
         for lv in ("node", "local"):
             if lv in levels:
                 parts.append(
-                    f"between nodes: {network_text(links)}{_combining(kind, profile)}"
+                    f"between nodes: {network_text(links)}{_node_work(kind, profile)}"
                     if links.models(lv)
                     else "inside a node: measured (profile)"
                 )

@@ -170,6 +170,54 @@ def test_a_reduction_across_nodes_is_combined_by_the_nodes_cores(tmp_path):
     assert "combining not counted" in said[1]
 
 
+def test_a_collective_across_nodes_copies_the_ranks_own_block_on_its_core(tmp_path):
+    """MPICH's allgather and reduce-scatter (not in place) copy a rank's own piece into place;
+    no network moves it, so on links that only move bytes the rank's core does, at the
+    profile's copy rate, slowed where ranks share cores. The shift, the broadcast and the
+    (in-place) allreduce copy nothing; emulated links price the run's own copy already."""
+    from dataclasses import replace
+
+    from bench.cluster import sources
+    from bench.model import Profile, own_copy_seconds, predict, schedule
+    from topology.costs import own_block_bytes
+
+    n = 1 << 20
+    assert [own_block_bytes(k, n, 4) for k in ("allgather", "reduce_scatter", "alltoall")] == [
+        n,
+        n // 4,
+        n // 4,
+    ]
+    assert not any(own_block_bytes(k, n, 4) for k in ("shift", "bcast", "allreduce", "barrier"))
+    assert own_block_bytes("allgather", n, 1) == 0
+    profile = Profile.load(_profile(tmp_path, 2e-6, "p.json"))
+    assert own_copy_seconds("allgather", n, 4, profile, 2.0) == pytest.approx(
+        2 * n / profile.copy_bandwidth
+    )
+    summa3d = get("summa3d")
+    plan = summa3d.plan((1024, 1024, 1024), 8, grid=(2, 2, 2))
+    tree = parse_topology("cluster:8,1")
+    links = LinkModel.load("ib-ndr", tree)
+    events = schedule(summa3d, plan, 0, np.float32, default_binding(plan.mesh, tree), tree)
+    gathers = [e for e in events if e.kind == "allgather" and links.models(e.phase_level)]
+    assert gathers
+    moved = sum(links.collective("allgather", e.nbytes, e.group, e.phase_level) for e in gathers)
+    copied = sum(e.nbytes for e in gathers) / profile.copy_bandwidth  # one rank per node
+    walked = predict(events, profile, "float32", 1, links=links).phases["allgather"]
+    assert walked == pytest.approx(moved + copied)
+    slower = replace(profile, copy_bandwidth=profile.copy_bandwidth / 10)
+    walked_slower = predict(events, slower, "float32", 1, links=links).phases["allgather"]
+    assert walked_slower == pytest.approx(moved + 10 * copied)
+    emulated = replace(links, emulated=True)  # the profile's price holds the run's own copy
+    held = [
+        predict(events, p, "float32", 1, links=emulated).phases["allgather"]
+        for p in (profile, slower)
+    ]
+    assert held[0] == pytest.approx(held[1])
+    said = sources(events, links, 1, profile)
+    assert "own block copied (profile: copy rate)" in said["allgather"]
+    assert "own block" not in said.get("bcast", "")
+
+
 def test_predict_cli_on_a_cluster(tmp_path):
     import json
 

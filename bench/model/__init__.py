@@ -27,7 +27,7 @@ from .redistribution import (
 from .schedule import Pruned, bytes_per_rank, price, schedule, setup_seconds
 from .search import Job, search
 from .stated import stated_cost
-from .walk import Prediction, combine_seconds, communication_seconds, predict
+from .walk import Prediction, combine_seconds, communication_seconds, own_copy_seconds, predict
 
 __all__ = [
     "EAGER_LIMIT",
@@ -42,6 +42,7 @@ __all__ = [
     "combine_seconds",
     "communication_seconds",
     "level_bytes",
+    "own_copy_seconds",
     "predict",
     "price",
     "move_seconds",

@@ -15,6 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from algorithms.events import Event, make_event
+from topology.costs import own_block_bytes
 
 from .profile import Profile
 
@@ -56,14 +57,16 @@ def predict(
     With ``links`` (topology.links.LinkModel) a communication event on a tree costs the link
     model's price at its ``phase_level`` (the highest level any member's message crosses) and is
     not slowed by oversubscription: it models the tree's links (or their emulation, which
-    sleeps and so overlaps computation even with more ranks than cores). Emulated links
-    (``links.emulated``) hold a message that really moved on this machine: it costs the dearer
-    of the profile's price and the link's, and with more ranks than cores the profile's part
-    occupies the rank (only the rest of the hold hides behind computation). That part is paid
-    when the message is posted: only the links' holds queue one after another (a second
-    message posted before a GEMM moves before it, as algorithms/levels.py's LinkClock holds).
-    A level the link model leaves out (a cluster's ``local`` under a network preset) is priced
-    by the profile."""
+    sleeps and so overlaps computation even with more ranks than cores). Links that only move
+    bytes add what the ranks' cores do: a reduction's sums (:func:`combine_seconds`) and a
+    rank's own block copied into place (:func:`own_copy_seconds`), slowed as computation is.
+    Emulated links (``links.emulated``) hold a message that really moved on this machine: it
+    costs the dearer of the profile's price and the link's, and with more ranks than cores the
+    profile's part occupies the rank (only the rest of the hold hides behind computation). That
+    part is paid when the message is posted: only the links' holds queue one after another (a
+    second message posted before a GEMM moves before it, as algorithms/levels.py's LinkClock
+    holds). A level the link model leaves out (a cluster's ``local`` under a network preset) is
+    priced by the profile."""
     walk = Walk(profile, dtype, ranks_per_node, links)
     push = walk.push
     for e in events:
@@ -298,12 +301,20 @@ def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, l
         if not links.emulated:  # the links move the bytes, the ranks' cores combine them
             gamma = combine_seconds(profile, dtype, slow)
             d = links.collective(e.kind, e.nbytes, e.group, e.phase_level, gamma)
-            return d, 0.0, False
+            return d + own_copy_seconds(e.kind, e.nbytes, e.group, profile, slow), 0.0, False
         d = links.collective(e.kind, e.nbytes, e.group, e.phase_level)
         # emulated links hold a message that really moves on this machine: the dearer counts,
         # and with no core spare the move here occupies the rank while the hold can hide
         return max(d, here), exposed, True
     return here, exposed, False
+
+
+def own_copy_seconds(kind: str, nbytes: int, g: int, profile: Profile, slow: float) -> float:
+    """Seconds a rank's core takes to copy its own block into place in a collective whose
+    messages cross links that move bytes only (topology.costs.own_block_bytes), at the
+    profile's copy rate, slowed by ``slow`` as copies are. Inside a node the measured
+    collectives hold it (their factors)."""
+    return own_block_bytes(kind, nbytes, g) / profile.copy_bandwidth * slow
 
 
 def combine_seconds(profile: Profile, dtype: str, slow: float) -> float:
@@ -322,5 +333,6 @@ __all__ = [
     "barrier_seconds",
     "combine_seconds",
     "communication_seconds",
+    "own_copy_seconds",
     "predict",
 ]
