@@ -156,12 +156,14 @@ def candidates(
     as many as cores, up to 4, from 1024 ranks)."""
     tree = links = None
     if topology != "mesh":
+        from topology.hierarchy import is_cluster
         from topology.links import LinkModel
         from topology.tree import bindings, parse_topology
 
         tree = parse_topology(topology)
         if tree.size != P:
-            raise UsageError(f"topology {topology} has {tree.size} PEs but --P is {P}")
+            units = "ranks" if is_cluster(tree) else "PEs"
+            raise UsageError(f"topology {topology} has {tree.size} {units} but --P is {P}")
         links = LinkModel.load(links_spec, tree) if links_spec else None
         if links is not None and emulated:
             links = replace(links, emulated=True)

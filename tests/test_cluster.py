@@ -265,6 +265,8 @@ def test_plan_on_a_cluster(tmp_path):
     assert total(json.loads(fast.stdout)) < total(rec)
     r = distmm(*base, "--topology", "cluster:4,2")
     assert r.returncode == 2 and "--network" in r.stderr
+    r = distmm(*base, "--topology", "cluster:3,2", "--network", "10gbe")
+    assert r.returncode == 2 and "cluster:3,2 has 6 ranks but --P is 8" in r.stderr
 
 
 def test_cluster_closed_form_script():
