@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from topology.costs import REDUCING, own_block_bytes
+from topology.costs import PLACING, REDUCING
 from topology.hierarchy import cluster_size, is_cluster
 from topology.networks import NETWORKS
 
@@ -72,9 +72,7 @@ def _node_work(kind: str, profile) -> str:
     """Where the work the ranks' cores do in a collective across nodes is priced from: a
     reduction's combining (walk.combine_seconds), a rank's own block copied into place
     (walk.own_copy_seconds)."""
-    out = ""
-    if own_block_bytes(kind, 1 << 20, 2):
-        out += ", own block copied (profile: copy rate)"
+    out = ", own block copied (profile: copy rate)" if kind in PLACING else ""
     if kind not in REDUCING:
         return out
     if profile.reduce_bandwidth:

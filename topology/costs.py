@@ -17,21 +17,19 @@ import numpy as np
 
 EAGER_LIMIT = 16384  # bytes: below, MPICH uses the short-message algorithms
 REDUCING = ("reduce_scatter", "allreduce")  # the collectives that combine what they receive
+# the collectives whose rank copies its own block into place (called not in place, as the
+# communication layer calls them); the broadcast, the shift and the in-place allreduce copy none
+PLACING = ("allgather", "reduce_scatter", "alltoall")
 
 
 def own_block_bytes(kind: str, nbytes: int, g: int) -> int:
-    """Bytes of its own a rank copies into place in MPICH's algorithm for ``kind`` on g ranks,
-    not in place (as the communication layer calls them): an allgather's own piece (n), a
-    reduce-scatter's or an all-to-all's own block (n / g; a short reduce-scatter's recursive
-    halving copies all n). No network moves them: the rank's core does. The broadcast, the
-    shift and the allreduce (called in place) copy none."""
-    if g <= 1:
+    """Bytes of its own a rank copies into place in MPICH's algorithm for ``kind`` on g ranks
+    (:data:`PLACING`): an allgather's own piece (n), a reduce-scatter's or an all-to-all's own
+    block (n / g; a short reduce-scatter's recursive halving copies all n). No network moves
+    them: the rank's core does."""
+    if g <= 1 or kind not in PLACING:
         return 0
-    if kind == "allgather":
-        return nbytes
-    if kind in ("reduce_scatter", "alltoall"):
-        return nbytes // g
-    return 0
+    return nbytes if kind == "allgather" else nbytes // g
 
 
 def collective_seconds(
