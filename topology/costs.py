@@ -91,4 +91,11 @@ def exchange_seconds(
     return float(out) if np.ndim(out) == 0 else out
 
 
-__all__ = ["EAGER_LIMIT", "REDUCING", "collective_seconds", "exchange_seconds"]
+__all__ = [
+    "EAGER_LIMIT",
+    "PLACING",
+    "REDUCING",
+    "collective_seconds",
+    "exchange_seconds",
+    "own_block_bytes",
+]

@@ -13,7 +13,7 @@ from layouts.counting import piece_counts
 from layouts.endpoints import Move
 
 from .profile import Profile
-from .walk import barrier_seconds
+from .walk import barrier_seconds, copy_seconds
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def ranks_seconds(
     if linked is not None:
         per_rank = np.maximum(per_rank, linked)
     slow = profile.slowdown(ranks_per_node)
-    return float(np.max(per_rank + copied * itemsize / profile.copy_bandwidth * slow))
+    return float(np.max(per_rank + copy_seconds(copied * itemsize, profile, slow)))
 
 
 def held_start(links, profile: Profile, ranks_per_node: int) -> float:

@@ -18,7 +18,7 @@ from algorithms.events import Event
 from algorithms.symbolic import copied_bytes, placeholder
 
 from .profile import Profile
-from .walk import Prediction, Stop, Walk, barrier_seconds
+from .walk import Prediction, Stop, Walk, barrier_seconds, copy_seconds
 
 
 def schedule(
@@ -175,7 +175,7 @@ def setup_seconds(algorithm, plan, profile: Profile, dtype, ranks_per_node: int)
     its phase in (bench/endtoend.py); a native run before its timed region, unpriced."""
     a, b = (placeholder(m.block_shape, dtype) for m in (plan.A, plan.B))
     copied = copied_bytes(algorithm.prepare(plan, a, b, plan.mesh.at(0).coords), a, b)
-    return copied / profile.copy_bandwidth * profile.slowdown(ranks_per_node)
+    return copy_seconds(copied, profile, profile.slowdown(ranks_per_node))
 
 
 def bytes_per_rank(algorithm, plan, dtype="float32") -> list[int]:

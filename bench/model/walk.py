@@ -293,7 +293,7 @@ def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, l
         d = profile.gemm_seconds(*e.shape, dtype) * slow
         return d, d, False
     if e.kind == "copy":
-        d = e.nbytes / profile.copy_bandwidth * slow
+        d = copy_seconds(e.nbytes, profile, slow)
         return d, d, False
     here = profile.collective(e.kind, e.nbytes, e.group) * profile.comm_scale
     exposed = profile.exposed.get(e.kind, 0.0) * here if overlap else here
@@ -309,12 +309,17 @@ def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, l
     return here, exposed, False
 
 
+def copy_seconds(nbytes, profile: Profile, slow: float):
+    """Seconds a rank takes to copy ``nbytes`` (a number or an array of them) at the profile's
+    copy bandwidth, slowed by ``slow`` (Profile.slowdown) where ranks share cores."""
+    return nbytes / profile.copy_bandwidth * slow
+
+
 def own_copy_seconds(kind: str, nbytes: int, g: int, profile: Profile, slow: float) -> float:
     """Seconds a rank's core takes to copy its own block into place in a collective whose
-    messages cross links that move bytes only (topology.costs.own_block_bytes), at the
-    profile's copy rate, slowed by ``slow`` as copies are. Inside a node the measured
-    collectives hold it (their factors)."""
-    return own_block_bytes(kind, nbytes, g) / profile.copy_bandwidth * slow
+    messages cross links that move bytes only (topology.costs.own_block_bytes): a copy
+    (:func:`copy_seconds`). Inside a node the measured collectives hold it (their factors)."""
+    return copy_seconds(own_block_bytes(kind, nbytes, g), profile, slow)
 
 
 def combine_seconds(profile: Profile, dtype: str, slow: float) -> float:
@@ -333,6 +338,7 @@ __all__ = [
     "barrier_seconds",
     "combine_seconds",
     "communication_seconds",
+    "copy_seconds",
     "own_copy_seconds",
     "predict",
 ]
