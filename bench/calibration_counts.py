@@ -90,9 +90,9 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
     "beta_large", "collective_factor": {kind: f}, "exposed": {kind: f}, "efficiency",
     "gemm_shared", "alltoallv", "yielding", "probes"}].
     Where MPI yields (the job has more ranks than cores) the ping-pong and factors give way to
-    each collective timed on all g ranks (:func:`sliced_collectives`, "collectives") and on
-    the rows and columns of a grid of them (:func:`grid_collectives`): the model fits those
-    of every count above the cores together (Profile.at).
+    each collective timed on all g ranks and on the rows and columns of a grid of them, after
+    GEMMs of two lengths (:func:`stepped_collectives`): the model fits those of every count
+    above the cores together (Profile.at).
     "probes": the machine's speed (bench.calibration.speed_probe) before and after the count
     was measured; a count whose probes were RETRY_SLOW times the fastest of the pass or more
     (measured in a slow spell of the machine) is measured once more at the end and the
@@ -168,8 +168,7 @@ def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
             "efficiency": efficiency,
             "gemm_shared": busy,
             "alltoallv": alltoallv,
-            "collectives": sliced_collectives(comm, quick),
-            **grid_collectives(comm, quick),
+            **stepped_collectives(comm, quick),
         }
     # the other ranks wait in MPI (polling or yielding), as a run's idle ranks do
     points = pingpong(comm, quick, COUNT_P2P_SIZES, _count_iters, lambda c: c.Barrier())
@@ -194,18 +193,32 @@ def _one_count(comm, quick: bool, cores: int, messages: bool = True) -> dict:
 
 
 SLICED_GEMM = 512  # the square GEMM each rank does before each collective timed above the cores
+SHORT_GEMM, SHORT_REPS = 128, 16  # ... and again after shorter ones, more steps a lap
 
 
-def sliced_collectives(comm, quick: bool) -> dict[str, list[list[float]]]:
+def stepped_collectives(comm, quick: bool) -> dict:
+    """Each collective timed on all of ``comm``'s ranks (:func:`sliced_collectives`) and on a
+    grid of them (:func:`grid_collectives`) in loops of SLICED_GEMM^3 GEMMs ("step": the
+    loop's seconds per step alone), and so in loops of SHORT_GEMM^3 ones ("short"): what a
+    collective adds grows with the computation before it (bench/model/steps.py)."""
+    long, short = gemm_lap(comm, quick), gemm_lap(comm, quick, SHORT_GEMM, SHORT_REPS)
+    out = {"collectives": sliced_collectives(comm, quick, long), "step": long[1]}
+    out["short"] = {"gemm": SHORT_GEMM, "step": short[1]}
+    out["short"]["collectives"] = sliced_collectives(comm, quick, short)
+    out["short"].update(grid_collectives(comm, quick, short))
+    return out | grid_collectives(comm, quick, long)
+
+
+def sliced_collectives(comm, quick: bool, timer=None) -> dict[str, list[list[float]]]:
     """{kind: [[bytes, seconds], ...]}: what each collective (algorithms/events.COMM_KINDS, and
     a barrier) on all of ``comm``'s ranks, more than the cores, adds to a loop in which every
     rank does a GEMM before it, as a run's steps do: the loop's time with the collective less
     without, per iteration, barrier to barrier (bytes as Event.nbytes means, SLICED_COLL_SIZES:
-    none for the barrier). A rank
-    that reaches a collective waits for partners the scheduler has given a GEMM to, which
-    collectives timed back to back (all ranks in MPI, yielding to each other) do not show:
-    those priced runs' communication at a fifth of what it took."""
-    lap, alone = gemm_lap(comm, quick)
+    none for the barrier). A rank that reaches a collective waits for partners the scheduler
+    has given a GEMM to, which collectives timed back to back (all ranks in MPI, yielding to
+    each other) do not show: those priced runs' communication at a fifth of what it took.
+    ``timer``: :func:`gemm_lap`'s (lap, its time alone), of SLICED_GEMM^3 GEMMs if None."""
+    lap, alone = timer or gemm_lap(comm, quick)
     # the barrier every run closes a repetition with (bench/runner.py), as the model prices it
     out: dict[str, list] = {"barrier": [[0, max(lap(lambda _: comm.Barrier()) - alone, 0.0)]]}
     for n in SLICED_COLL_SIZES[1:] if quick else SLICED_COLL_SIZES:
@@ -219,7 +232,7 @@ def sliced_collectives(comm, quick: bool) -> dict[str, list[list[float]]]:
 GRID_KINDS = ("shift", "bcast", "allgather", "reduce_scatter", "allreduce")
 
 
-def grid_collectives(comm, quick: bool) -> dict:
+def grid_collectives(comm, quick: bool, timer=None) -> dict:
     """{"grid": [p, q], "grid_collectives": {kind: [[bytes, seconds], ...]}} where ``comm``'s
     ranks form a p x q grid with p >= 2 (layouts.named.grid), else {}: what each collective
     adds to a loop of GEMMs when, as 2-D and 3-D algorithms issue it, every rank runs it on its
@@ -228,7 +241,8 @@ def grid_collectives(comm, quick: bool) -> dict:
     whole communicator (:func:`sliced_collectives`). After 512^3 GEMMs at 8, 9, 12 and 16
     ranks on 2 cores, broadcasts so took 1.1-3.2 times what the whole job's fit priced them
     at and shifts 0.6-1.2 times (the whole job's own broadcasts 0.5-1.5): priced from the
-    whole job alone, SUMMA looked as cheap as Cannon where it ran 13-18% slower."""
+    whole job alone, SUMMA looked as cheap as Cannon where it ran 13-18% slower (``timer``:
+    :func:`sliced_collectives`)."""
     from layouts.named import grid
 
     p, q = grid(comm.Get_size())
@@ -236,7 +250,7 @@ def grid_collectives(comm, quick: bool) -> dict:
         return {}
     me = comm.Get_rank()
     rows, cols = comm.Split(me // q, me), comm.Split(me % q, me)
-    lap, alone = gemm_lap(comm, quick)
+    lap, alone = timer or gemm_lap(comm, quick)
     out: dict[str, list] = {}
     try:
         for n in SLICED_COLL_SIZES[1:] if quick else SLICED_COLL_SIZES:
@@ -264,15 +278,16 @@ def _both(step: int, row, col) -> None:
     col(step)
 
 
-def gemm_lap(comm, quick: bool, gemm: int = SLICED_GEMM) -> tuple:
+def gemm_lap(comm, quick: bool, gemm: int = SLICED_GEMM, steps: int = 4) -> tuple:
     """(lap, its time alone): lap(op=None) is the seconds per step, barrier to barrier, of a
-    loop in which every rank of ``comm`` does a ``gemm``^3 GEMM and then ``op(step)``, as a
-    run's steps do; alone, the median of three laps without ``op`` (after one warm-up)."""
+    loop of ``steps`` (half if ``quick``) in which every rank of ``comm`` does a ``gemm``^3
+    GEMM and then ``op(step)``, as a run's steps do; alone, the median of three laps without
+    ``op`` (after one warm-up)."""
     from algorithms.local_gemm import gemm_rows
 
     x = np.ones((gemm, gemm), np.float32)
     c, tmp = np.zeros_like(x), np.zeros_like(x)
-    reps = 2 if quick else 4
+    reps = max(steps // 2, 1) if quick else steps
 
     def lap(op=None) -> float:
         comm.Barrier()
@@ -314,10 +329,8 @@ def alltoallv_costs(comm, quick: bool, cores: int) -> dict:
     model prices it at nothing, where its copied bytes timed at microseconds fitted copies as
     free. The ranks write twice the largest cache between them before each lap, so that every
     lap starts with the blocks out of the caches, as a run's moves do after the
-    multiplication: timed warm, 8 MiB per rank at 2 ranks on 2 cores moved at 15-45 GB/s where
-    the same moves in runs (and 32 MiB per rank, beyond the cache) took 7-15: runs' moves at 2
-    ranks were priced a median 0.38 of what they took, 0.66-0.76 so (the rest was
-    block-cyclic's many pieces, which the loads did not count then). Above the cores too, now
+    multiplication (timed warm, runs' moves at 2 ranks on 2 cores were priced a median 0.38 of
+    what they took, 0.66-0.76 so, before the pieces were counted). Above the cores too, now
     that the largest moves are timed there: on a 2-core VM (480 MiB of cache), two sets of 96
     end-to-end runs at 4-16 ranks were priced 15.3-17.3% off by two calibrations so and
     19.9-29.5% by two timed warm (when above the cores only the two smaller sizes were timed,

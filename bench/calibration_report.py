@@ -3,6 +3,7 @@ the GEMMs' threading, and what the model takes from the counts above the cores."
 
 from __future__ import annotations
 
+from .calibration_counts import SHORT_GEMM, SLICED_GEMM
 from .model.fits import sharing_moves
 
 
@@ -71,6 +72,18 @@ def say_above_cores(say, counts: list[dict], cores: int, gemm: dict, threaded: d
             "2-D and 3-D algorithms run them (the model prices groups smaller than the node so)"
         )
     for kind, (alpha, beta) in grouped.items():
+        say(f"  {kind + ' (grid)':<15} {alpha_rate(alpha, beta)}")
+    if law := profile.step_law():
+        short = f"{min(law.short) * 1e3:.2f}-{max(law.short) * 1e3:.2f}"
+        long = f"{min(law.long) * 1e3:.1f}-{max(law.long) * 1e3:.1f}"
+        say(
+            f"  after {SHORT_GEMM}^3 GEMMs, not {SLICED_GEMM}^3 (steps of {short} ms per rank per "
+            f"core, not {long}; the model prices a run's collectives between the two by the "
+            "computation before each: bench/model/steps.py)"
+        )
+    for kind, (alpha, beta) in law.sliced.items() if law else ():
+        say(f"  {kind:<15} {alpha_rate(alpha, beta)}")
+    for kind, (alpha, beta) in law.grouped.items() if law else ():
         say(f"  {kind + ' (grid)':<15} {alpha_rate(alpha, beta)}")
 
 

@@ -168,7 +168,7 @@ def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tu
         f"({lanes} link(s), shared by {links.share('node'):g} rank(s)) "
         f"[{'measured' if links.measured else 'preset'}]",
         f"node: {profile.cores} cores, GEMM rates and copy bandwidth from the profile "
-        f"[measured]; {rpn} rank(s) per node ({profile.threads_text(rpn)}): computation "
+        f"[measured]; {rpn} rank(s) per node ({threads_text(profile, rpn)}): computation "
         f"x{pred.oversubscription:.2f}",
         *(f"  {name}  {text}" for name, text in plan.describe().items()),
         f"{'phase':<16}{'predicted [s]':>14}{'in full [s]':>13}  source",
@@ -205,6 +205,14 @@ def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tu
     return record, "\n".join(lines)
 
 
+def threads_text(profile, ranks_per_node: int) -> str:
+    """What `predict` says of the BLAS threads each rank's GEMMs are priced with."""
+    t = profile.at(ranks_per_node).threads
+    if t > 1 and not profile.gemm_threads:
+        return f"{t} BLAS threads per rank, GEMMs priced at one (re-run distmm calibrate)"
+    return f"{t} BLAS thread{'s' if t > 1 else ''} per rank"
+
+
 __all__ = [
     "default_network",
     "measured_network",
@@ -212,4 +220,5 @@ __all__ = [
     "network_text",
     "on_cluster",
     "sources",
+    "threads_text",
 ]

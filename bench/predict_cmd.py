@@ -19,7 +19,7 @@ import numpy as np
 from layouts.endpoints import label
 
 from .calibration import unsteady_note
-from .cluster import default_network
+from .cluster import default_network, threads_text
 from .errors import UsageError
 from .model import (
     Profile,
@@ -127,7 +127,7 @@ def _on_mesh(args, module, plan, profile, rpn: int, started, users) -> tuple[dic
     lines = [
         f"distmm predict {plan.algo}: P={plan.P} grid={'x'.join(map(str, plan.grid))} "
         f"shape={M}x{K}x{N} {args.dtype} ({rpn} rank(s) per node, {profile.cores} cores, "
-        f"{profile.threads_text(rpn)})",
+        f"{threads_text(profile, rpn)})",
         *(f"  {name}  {text}" for name, text in plan.describe().items()),
         f"{'phase':<16}{'predicted [s]':>14}",
         *(

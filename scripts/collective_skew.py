@@ -3,16 +3,17 @@
     mpiexec -n 16 .venv/bin/python scripts/collective_skew.py [--gemms 96,128,192,256,384,512]
         [--sizes 4096,65536,262144,2097152] [--kinds shift,bcast] [--laps 5]
 
-Above the cores `distmm calibrate` times each collective in a loop where every rank does a
-512^3 GEMM before it (bench/calibration_counts.py: sliced_collectives, grid_collectives), and
-the model charges what it added there to every such collective a run issues. A rank that
-reaches a collective waits for partners the scheduler has given a GEMM, so what it adds depends
-on how long the GEMMs are. For each GEMM size (``step``: the loop's seconds per iteration
-without the collective) and each message size this prints what the collective adds, as
-calibrate times it (barrier to barrier, the loop with it less without, median of --laps pairs
-of laps taken in turn): on the rows and then the columns of the most square grid of the ranks,
-every row (column) at once, as Cannon's and SUMMA's steps issue them ("grid"), and on all the
-ranks, as T10's ring does ("all"). Rank 0 prints one row per (GEMM, kind, where, bytes).
+Above the cores `distmm calibrate` times each collective in loops where every rank does a 512^3
+GEMM before it, and a 128^3 one (bench/calibration_counts.py: stepped_collectives), and the
+model prices a run's collectives between the two by the computation before each
+(bench/model/steps.py). A rank that reaches a collective waits for partners the scheduler has
+given a GEMM, so what it adds depends on how long the GEMMs are; this shows it at more lengths.
+For each GEMM size (``step``: the loop's seconds per iteration without the collective) and each
+message size this prints what the collective adds, as calibrate times it (barrier to barrier,
+the loop with it less without, median of --laps pairs of laps taken in turn): on the rows and
+then the columns of the most square grid of the ranks, every row (column) at once, as Cannon's
+and SUMMA's steps issue them ("grid"), and on all the ranks, as T10's ring does ("all"). Rank 0
+prints one row per (GEMM, kind, where, bytes).
 """
 
 import argparse

@@ -240,6 +240,85 @@ def test_collectives_on_groups_are_priced_from_their_timings_on_a_grid(tmp_path)
     assert Profile.load(f).at(2).grouped is None  # the ranks fit the cores: as measured
 
 
+def test_above_the_cores_a_collective_costs_less_after_less_computation(tmp_path):
+    """A profile whose counts above the cores timed the collectives after long and short GEMMs
+    fits each loop's alphas and betas; a collective ``step`` seconds after computation costs
+    the short fit's price (the long one's if less) plus the rest of the long one's in
+    proportion to log(step / short step) / log(long step / short step), within the two steps.
+    The walk takes each message's step from the GEMMs before it; before any, the long price.
+    A profile without the short timings prices as before."""
+    from conftest import PROFILE
+
+    from bench.model.steps import StepLaw
+    from topology.costs import collective_seconds
+
+    long_fit = {"bcast": (3e-4, 2e-10), "shift": (1e-3, 5e-10)}
+    short_fit = {"bcast": (3e-5, 2e-10), "shift": (1e-4, 5e-10)}
+
+    def timed(g, unit):
+        return {
+            kind: [
+                [n, collective_seconds(kind, n, g, a, b) * g / 2] for n in (4096, 1 << 18, 1 << 21)
+            ]
+            for kind, (a, b) in unit.items()
+        }
+
+    def count(g, short=True):  # steps per rank per core: 0.0625 ms and 16 ms
+        c = {"ranks": g, "efficiency": 1.0, "yielding": True, "collectives": timed(g, long_fit)}
+        if short:
+            c |= {"step": 16e-3 * g / 2, "short": {"step": 16e-3 / 256 * g / 2}}
+            c["short"]["collectives"] = timed(g, short_fit)
+        return c
+
+    counts = [count(g) for g in (3, 4, 6, 8)]
+    law = StepLaw.fit(counts, 2)
+    assert law.grouped == {} and law.ranks == (3, 4, 6, 8)
+    for kind, ab in law.sliced.items():
+        assert ab == pytest.approx(short_fit[kind])
+    steps = law.at(12, 2)  # 6 ranks per core
+    assert (steps.short, steps.long) == pytest.approx((0.375e-3, 96e-3))
+    n, g = 1 << 20, 12
+    lo, hi = (collective_seconds("bcast", n, g, *f["bcast"]) for f in (short_fit, long_fit))
+    for step, want in (
+        (None, hi),
+        (1.0, hi),
+        (96e-3, hi),
+        (0.0, lo),
+        (0.375e-3, lo),
+        (6e-3, (lo + hi) / 2),
+    ):
+        assert steps.price("bcast", n, g, hi, False, step) == pytest.approx(want), step
+    assert steps.price("bcast", n, g, lo / 2, False, 0.0) == lo / 2  # the long price if less
+    assert steps.price("allgather", n, g, hi, False, 0.0) == hi  # not timed after short GEMMs
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({**PROFILE, "counts": [_count(2, 2e-6, 1.0), *counts]}))
+    at = Profile.load(f).at(12)
+    assert at.collective("bcast", n, g) == pytest.approx(hi)
+    assert at.collective("bcast", n, g, 6e-3) == pytest.approx((lo + hi) / 2)
+    # summa on 12 ranks: broadcasts after its own steps priced below the long step's
+    summa = get("summa")
+    ev = schedule(summa, summa.plan((512, 2048, 512), 12, grid=(3, 4)), 0, "float32")
+    walked = predict(ev, Profile.load(f), "float32", 12)
+    old = tmp_path / "old.json"
+    plain = [_count(2, 2e-6, 1.0), *(count(g, False) for g in (3, 4, 6, 8))]
+    old.write_text(json.dumps({**PROFILE, "counts": plain}))
+    before = predict(ev, Profile.load(old), "float32", 12)
+    assert Profile.load(old).at(12).steps is None
+    assert before.phases["gemm"] == pytest.approx(walked.phases["gemm"])
+    # 12 panels: the first two posted before any GEMM (the long price), then each after one
+    step = walked.phases["gemm"] / 12
+    share = [
+        at.collective("bcast", e.nbytes, e.group, step) / at.collective("bcast", e.nbytes, e.group)
+        for e in ev[:2]
+    ]
+    assert all(0.1 < x < 0.9 for x in share)
+    first, rest = (
+        before.phases["bcast"] / 12,
+        sum(at.collective("bcast", e.nbytes, e.group, step) * at.comm_scale for e in ev[:2]),
+    )
+    assert walked.phases["bcast"] == pytest.approx(2 * first + 10 * rest)
+
+
 def test_a_collective_timed_in_a_slow_spell_does_not_pull_its_fit():
     """One timing far off the others' fit (the machine busy elsewhere for a moment) is
     dropped and the rest fitted again: the exact parameters come back."""
@@ -694,6 +773,10 @@ def test_calibrate_up_to_measures_the_larger_counts_in_a_job_of_its_own(tmp_path
             assert all(0 <= f <= 3 for f in c["exposed"].values())
         assert c["ranks"] <= cores() or "barrier" in c["collectives"]
         assert ("alpha" in c) == (c["ranks"] <= cores())
+        if c["ranks"] > cores():  # ... and again after shorter GEMMs (bench/model/steps.py)
+            short = c["short"]
+            assert short["gemm"] == 128 and 0 < short["step"] < c["step"]
+            assert short["collectives"].keys() == c["collectives"].keys()
     r = distmm_mpi(1, "calibrate", "--quick", "--up-to", "0", "--out", str(prof))
     assert r.returncode == 2 and "--up-to 0" in r.stderr
 

@@ -20,6 +20,7 @@ from bench.model import Prediction, Profile, Pruned, price, schedule
 from bench.model.gemm_rates import GemmRates
 from bench.model.resumable import Resumable
 from bench.planner import _option_sets, candidates, recommend
+from topology.costs import collective_seconds
 
 # a profile whose GEMM rates vary over a grid (interpolated) and whose collectives are scaled
 GEMM = [
@@ -39,6 +40,25 @@ RICH = Profile(
     cores=2,
 )
 CASES = [((1000, 700, 900), 12, None), ((100, 70, 90), 8, 1), ((300, 5000, 200), 16, 4)]
+
+
+def _timed(g, scale):  # collectives above the cores as calibrate times them (counts)
+    kinds = {"bcast": (3e-5, 2e-10), "shift": (1e-4, 5e-10), "allgather": (5e-5, 4e-10)}
+    return {
+        k: [[n, collective_seconds(k, n, g, a, b) * g / 2 * scale] for n in (4096, 1 << 18)]
+        for k, (a, b) in kinds.items()
+    }
+
+
+# RICH with collectives timed above the cores after long and short GEMMs (bench/model/steps.py)
+STEPPED = replace(
+    RICH,
+    counts=tuple(
+        {"ranks": g, "yielding": True, "collectives": _timed(g, 1.0), "step": 8e-3 * g}
+        | {"short": {"step": 1e-4 * g, "collectives": _timed(g, 0.1)}}
+        for g in (3, 4, 6)
+    ),
+)
 
 # (shape, P, ranks per node, algorithm, options, overlap): seconds, as the model predicted them
 # before the planner walked schedules while the loops issue them (commit c3078e6); those at 4
@@ -165,16 +185,21 @@ def test_a_loop_whose_promised_messages_lose_is_not_walked():
             assert isinstance(cut, Pruned) and cut.events == 0, (algo, overlap)
 
 
+@pytest.mark.parametrize("profile", [RICH, STEPPED], ids=["rich", "stepped"])
 @pytest.mark.parametrize("case", CASES)
-def test_the_bound_never_passes_the_prediction(case):
+def test_the_bound_never_passes_the_prediction(case, profile):
     """price stops a loop only when its prediction is certain to exceed the limit: at the
-    prediction itself it never stops, just below it always does, with a bound no larger."""
+    prediction itself it never stops, just below it always does, with a bound no larger; also
+    where a collective's price depends on the computation before it (STEPPED, above the
+    cores: the promised ones are priced at the shortest step)."""
     shape, P, rpn = case
+    if profile is STEPPED:
+        assert profile.at(rpn or P).steps is not None or (rpn or P) <= profile.cores
     for module, plan in _plans(shape, P):
-        full = price(module, plan, RICH, "float32", rpn or P)
+        full = price(module, plan, profile, "float32", rpn or P)
         assert isinstance(full, Prediction)
-        assert price(module, plan, RICH, "float32", rpn or P, limit=full.seconds) == full
-        cut = price(module, plan, RICH, "float32", rpn or P, limit=full.seconds * (1 - 1e-6))
+        assert price(module, plan, profile, "float32", rpn or P, limit=full.seconds) == full
+        cut = price(module, plan, profile, "float32", rpn or P, limit=full.seconds * (1 - 1e-6))
         assert isinstance(cut, Pruned) and cut.by_limit
         assert cut.at_least <= full.seconds
 

@@ -3,9 +3,9 @@
 `distmm calibrate` writes it. Message and collective prices use the alpha-beta formulas of
 topology/costs.py with the fitted parameters, scaled by a measured factor per collective; with
 more ranks than cores, each collective's own alpha and beta fitted to its timings there
-(bench/model/fits.py). Redistributions are priced with coefficients fitted to whole layout
-changes timed at each rank count (:meth:`Profile.alltoallv_seconds`). GEMM rates are
-interpolated linearly in log(m), log(k), log(n) over the measured grid.
+(fits.py), by the computation before it (steps.py). Redistributions are priced with
+coefficients fitted to whole layout changes timed at each rank count (:meth:`Profile.
+alltoallv_seconds`). GEMM rates are interpolated in log(m), log(k), log(n) over the grid.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from .fits import (
     sharing_scale,
 )
 from .gemm_rates import GemmRates, Threading, typical_seconds
+from .steps import StepLaw, Steps
 
 
 class ProfileError(ValueError):
@@ -66,6 +67,8 @@ class Profile:
     # likewise, of a collective on groups of fewer ranks than the node's, all groups at once
     # (:meth:`grid_fit`); None: priced as :attr:`sliced`
     grouped: dict | None = None
+    # above the cores, set by :meth:`at`: collectives by the computation before them (steps.py)
+    steps: Steps | None = None
     ranks_per_node: int | None = None  # set by :meth:`at`
     threads: int = 1  # BLAS threads per rank, set by :meth:`at` (bench.machine.blas_threads)
     busy: float = 1.0  # what GEMMs cost over the rates with the node's ranks all computing (at)
@@ -150,11 +153,10 @@ class Profile:
         collectives are priced with the parameters measured at that many ranks (linear between
         counts) and ``comm_scale`` is 1. Beyond, each collective's formula with the alpha and
         beta fitted to it over every count timed above the cores (:meth:`sliced_fit`; on groups
-        of fewer ranks, :meth:`grid_fit`), times ``comm_scale`` = ranks per core: the cores
-        time-slice every rank's part of it. Profiles without those timings use the launched job's
-        parameters slowed as GEMMs are (:meth:`slowdown`), which counts the launched job's own
-        time slicing twice. GEMMs with the BLAS threads a rank has there (``threads``); the
-        callers slow GEMMs and copies down above the cores (:meth:`slowdown`)."""
+        of fewer ranks, :meth:`grid_fit`; by the step before it, :meth:`step_law`), times
+        ``comm_scale`` = ranks per core: the cores time-slice every rank's part of it (without
+        those timings: the launched job's parameters slowed as GEMMs are). GEMMs with the BLAS
+        threads a rank has there (``threads``); callers slow GEMMs and copies (:meth:`slowdown`)."""
         if self.ranks_per_node is not None:
             if ranks_per_node != self.ranks_per_node:
                 raise ValueError(
@@ -174,6 +176,7 @@ class Profile:
                 counts=(),
                 sliced=sliced,
                 grouped=self.grid_fit() or None,
+                steps=law.at(ranks_per_node, self.cores) if (law := self.step_law()) else None,
                 comm_scale=ranks_per_node / self.cores,
                 ranks_per_node=ranks_per_node,
             )
@@ -292,6 +295,9 @@ class Profile:
         the g ranks, every row (column) at once (fits.fit_collectives)."""
         return self._once("grid", lambda: fit_collectives(self.counts, self.cores, grid=True))
 
+    def step_law(self) -> StepLaw | None:  # collectives above the cores by their step (steps.py)
+        return self._once("steps", lambda: StepLaw.fit(self.counts, self.cores))
+
     def _once(self, key: str, make):  # make(), once per profile (beside the frozen fields)
         memo = self.__dict__.setdefault("_memo", {})
         if key not in memo:
@@ -309,13 +315,13 @@ class Profile:
             return self.alpha + nbytes * self.beta
         return self.alpha_large + nbytes * self.beta_large
 
-    def collective(self, kind: str, nbytes: int, g: int) -> float:
-        """Seconds of one collective on g ranks, before ``comm_scale``: above the cores, on
-        fewer ranks than the node's as every group of them runs it at once."""
-        if self.grouped and kind in self.grouped and g < (self.ranks_per_node or 0):
-            return collective_seconds(kind, nbytes, g, *self.grouped[kind])
-        if self.sliced and kind in self.sliced:
-            return collective_seconds(kind, nbytes, g, *self.sliced[kind])
+    def collective(self, kind: str, nbytes: int, g: int, step: float | None = None) -> float:
+        """Seconds of one collective on g ranks, before ``comm_scale``: above the cores, on fewer
+        ranks than the node's as all groups run it at once, ``step`` s after computing (steps)."""
+        grouped = (self.grouped or {}).get(kind) if g < (self.ranks_per_node or 0) else None
+        if fitted := grouped or (self.sliced or {}).get(kind):
+            long, at = collective_seconds(kind, nbytes, g, *fitted), self.steps
+            return at.price(kind, nbytes, g, long, bool(grouped), step) if at else long
         base = collective_seconds(
             kind, nbytes, g, self.alpha, self.beta, self.alpha_large, self.beta_large
         )
@@ -367,13 +373,6 @@ class Profile:
         """How BLAS threads speed up a rank's GEMMs on this node (calibrate's float32 timings,
         for every dtype)."""
         return self._table("threading", Threading.of, self._rows("float32"), self.gemm_threads)
-
-    def threads_text(self, ranks_per_node: int) -> str:
-        """What `predict` says of the BLAS threads each rank's GEMMs are priced with."""
-        t = self.at(ranks_per_node).threads
-        if t > 1 and not self.gemm_threads:
-            return f"{t} BLAS threads per rank, GEMMs priced at one (re-run distmm calibrate)"
-        return f"{t} BLAS thread{'s' if t > 1 else ''} per rank"
 
     def _rates(self, dtype: str) -> GemmRates:
         return self._table(("rates", dtype), GemmRates.of, self._rows(dtype))

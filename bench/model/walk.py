@@ -5,7 +5,10 @@ non-blocking one starts when the channel is free and must be complete at its ``w
 occupies the rank for the part of its price calibrate measured a rank paying for a message
 posted before a GEMM (Profile.exposed); a GEMM occupies the rank. With more ranks than cores
 every rank gets cores/ranks of a core, so its computation and copies slow down by that factor
-and non-blocking messages occupy the rank in full (there is no idle core to progress them on).
+and non-blocking messages occupy the rank in full (there is no idle core to progress them on);
+there a collective costs by the computation before it (bench/model/steps.py: the seconds of
+GEMMs and copies since the rank's last message, the first message after them setting the step
+for those that follow it without computation between).
 """
 
 from __future__ import annotations
@@ -127,6 +130,11 @@ class Walk:
         # seconds promised and not yet issued (either may go below 0): the rank's (blocking
         # operations) and the channel's (every message)
         self.owed_rank = self.owed_channel = 0.0
+        # above the cores a collective is priced by the computation before it (Profile.steps):
+        # the GEMMs' and copies' seconds before the last message; None (calibrate's long step)
+        # until the rank first computes
+        self.stepped = self.profile.steps is not None
+        self.since, self.step = 0.0, None
 
     def bound(self) -> float:
         """The prediction is at least this (given the ``share``, ``per_flop`` and
@@ -145,19 +153,21 @@ class Walk:
         rest to come costs at least what is left, on the rank and on the channel."""
         shave = 1 - 1e-9  # (summing the prices of those issued may round up)
         for kind, nbytes, group, count, blocking in operations:
-            d, exposed, _ = self._priced(
-                make_event({"kind": kind, "nbytes": nbytes, "group": group})
+            d, exposed, _ = self._priced(  # at the least a message costs (the shortest step)
+                make_event({"kind": kind, "nbytes": nbytes, "group": group}), 0.0
             )
             self.owed_rank += count * (d if blocking else exposed) * shave
             if kind != "copy":
                 self.owed_channel += count * d * shave
 
-    def _priced(self, e: Event) -> tuple[float, float]:
+    def _priced(self, e: Event, step: float | None = None) -> tuple[float, float]:
         key = (e.kind, e.shape, e.nbytes, e.group, e.phase_level)
+        if self.stepped and e.kind not in ("gemm", "copy"):
+            key = (*key, step)
         price = self.prices.get(key)
         if price is None:
             price = self.prices[key] = _price(
-                e, self.profile, self.dtype, self.slow, self.overlap, self.links
+                e, self.profile, self.dtype, self.slow, self.overlap, self.links, step
             )
         return price
 
@@ -180,17 +190,23 @@ class Walk:
             for lv, n in e.level_bytes:
                 self.level_bytes[lv] += n
             key = (kind, e.shape, e.nbytes, e.group, e.phase_level)
+            if self.stepped and kind not in ("gemm", "copy"):
+                if self.since:  # the first message after computation: its step
+                    self.step, self.since = self.since, 0.0
+                key = (*key, self.step)
             price = self.prices.get(key)
             if price is None:
-                price = self._priced(e)
+                price = self._priced(e, self.step)
             d, exposed, held = price
             if kind == "gemm":
                 self.t = t + d
                 self.phases[kind] += d
+                self.since += d
             elif kind == "copy":
                 self.t = t + d
                 self.phases[kind] += d
                 self.owed_rank -= d
+                self.since += d
             elif e.overlapped:  # on the channel; the rank pays the exposed part (may exceed d)
                 start = max(t, self.channel)
                 self.channel = self.done[i] = start + d
@@ -281,21 +297,22 @@ def communication_seconds(
     return dict(out)
 
 
-def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, links):
+def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, links, step=None):
     """(seconds, the part of them that occupies the rank even when issued non-blocking: all
     of a GEMM or copy; of a message with a core per rank the part calibrate measured a rank
     paying for one posted before a polled GEMM (Profile.exposed: shifts 1.2-2.1 and broadcasts
     0.9-1.6 on 2 ranks here, none in profiles from before it was measured), all of it with
     more ranks than cores; whether it is held to an emulated link: then the rank pays its
     part when it posts it, not when the link is free); ``profile`` at the run's ranks per node
-    (Profile.at), ``slow`` its GEMMs' slowdown."""
+    (Profile.at), ``slow`` its GEMMs' slowdown, ``step`` the computation before a message
+    (Profile.collective)."""
     if e.kind == "gemm":
         d = profile.gemm_seconds(*e.shape, dtype) * slow
         return d, d, False
     if e.kind == "copy":
         d = copy_seconds(e.nbytes, profile, slow)
         return d, d, False
-    here = profile.collective(e.kind, e.nbytes, e.group) * profile.comm_scale
+    here = profile.collective(e.kind, e.nbytes, e.group, step) * profile.comm_scale
     exposed = profile.exposed.get(e.kind, 0.0) * here if overlap else here
     if links is not None and links.models(e.phase_level):
         if not links.emulated:  # the links move the bytes, the ranks' cores combine them
