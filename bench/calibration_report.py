@@ -81,10 +81,10 @@ def say_above_cores(say, counts: list[dict], cores: int, gemm: dict, threaded: d
             f"core, not {long}; the model prices a run's collectives between the two by the "
             "computation before each: bench/model/steps.py)"
         )
-    for kind, (alpha, beta) in law.sliced.items() if law else ():
-        say(f"  {kind:<15} {alpha_rate(alpha, beta)}")
-    for kind, (alpha, beta) in law.grouped.items() if law else ():
-        say(f"  {kind + ' (grid)':<15} {alpha_rate(alpha, beta)}")
+        for kind, (alpha, beta) in law.sliced.items():
+            say(f"  {kind:<15} {alpha_rate(alpha, beta)}")
+        for kind, (alpha, beta) in law.grouped.items():
+            say(f"  {kind + ' (grid)':<15} {alpha_rate(alpha, beta)}")
 
 
 def alpha_rate(alpha: float, beta: float) -> str:

@@ -754,6 +754,8 @@ def test_calibrate_up_to_measures_the_larger_counts_in_a_job_of_its_own(tmp_path
         assert f"one core per rank, {busy} ranks at once (in the job of 3)" in r.stdout
         # the layout changes at 3 ranks on 2 cores: priced at their own level (fits.sharing_levels)
         assert (f"layout changes above the {cores()} cores" in r.stdout) == (cores() == 2)
+        # ... and its collectives after short GEMMs beside the long ones (bench/model/steps.py)
+        assert ("after 128^3 GEMMs, not 512^3" in r.stdout) == (cores() == 2)
     else:
         assert "rank counts 2 to 3: in a job of 3 ranks" in r.stdout
     data = json.loads(prof.read_text())
