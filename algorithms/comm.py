@@ -376,8 +376,20 @@ class Comm:
         if not self.compute:
             return c
         reqs = [r for p in progress for r in p.requests] if self.execute else []
-        with self.span("gemm", m=m, k=k, n=n):
-            polled_gemm(a, b, c, accumulate, tmp, reqs)
+        if self.tracer is None or not reqs:
+            with self.span("gemm", m=m, k=k, n=n):
+                polled_gemm(a, b, c, accumulate, tmp, reqs)
+            return c
+        marks = polled_gemm(a, b, c, accumulate, tmp, reqs, clock=self.tracer.now)
+        if not marks:  # one call: no polls
+            return c
+        # traced: each chunk a gemm span, each poll a span of what it progressed (with CMA the
+        # bytes move inside the poll), so a trace's phases set message time against its price
+        kinds = {self.events[p.event].kind for p in progress if p.event is not None}
+        polled = kinds.pop() if len(kinds) == 1 else "progress"
+        for i in range(0, len(marks) - 1, 2):
+            self.tracer.add("gemm", marks[i], marks[i + 1], step=self.step, m=m, k=k, n=n)
+            self.tracer.add(polled, marks[i + 1], marks[i + 2], step=self.step, poll=True)
         return c
 
 

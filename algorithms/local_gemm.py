@@ -30,16 +30,25 @@ def gemm_rows(a, b, c, accumulate: bool, tmp=None) -> None:
         c += np.matmul(a, b, out=tmp)
 
 
-def polled_gemm(a, b, c, accumulate: bool, tmp, requests: list) -> None:
+def polled_gemm(a, b, c, accumulate: bool, tmp, requests: list, clock=None) -> list:
     """:func:`gemm_rows` in up to CHUNKS row chunks of at least CHUNK_ROWS rows, testing the MPI
-    ``requests`` between chunks (one call where there are none or the block is too thin)."""
+    ``requests`` between chunks (one call where there are none or the block is too thin).
+
+    With ``clock`` (a callable giving the time), the times that split the call: its start, then
+    after each chunk the end of that chunk and the end of the poll after it ([] without)."""
     chunks = min(CHUNKS, a.shape[0] // CHUNK_ROWS)
     if not requests or chunks < 2:
         gemm_rows(a, b, c, accumulate, tmp)
-        return
+        return []
     from mpi4py import MPI
 
+    marks = [clock()] if clock is not None else None
     bounds = np.linspace(0, a.shape[0], chunks + 1).astype(int)
     for lo, hi in itertools.pairwise(bounds):
         gemm_rows(a[lo:hi], b, c[lo:hi], accumulate, None if tmp is None else tmp[lo:hi])
+        if marks is not None:
+            marks.append(clock())
         MPI.Request.Testall(requests)
+        if marks is not None:
+            marks.append(clock())
+    return marks or []

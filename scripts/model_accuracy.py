@@ -17,7 +17,8 @@ lands on one round of a run, not on the run; a `spread` column gives the slowest
 the fastest.
 With --phases every run is traced (viztracer, bench/trace.py) and each phase of the model
 (gemm, each collective kind, shifts, waits) is set against what the traces measured for it (the
-busiest rank's time in that phase, median over repetitions; bench/spans.phase_summary), so a miss
+busiest rank's time in that phase, median over repetitions; bench/spans.phase_summary; the polls
+inside an overlapped GEMM count for the messages they progress), so a miss
 is explained, not only counted: per run a `phases` column, then the median and worst
 |pred/meas - 1| per phase over all runs.
 With --trace-overhead it also times square runs with and without --trace.

@@ -10,6 +10,7 @@ from launch import distmm, distmm_mpi
 from algorithms import ALGORITHMS, get
 from algorithms.events import COMM_KINDS
 from bench.model import Profile, ProfileError, bytes_per_rank, predict, schedule, stated_cost
+from bench.trace import load_rank_events
 
 
 def test_profile_errors(tmp_path):
@@ -712,7 +713,7 @@ def test_calibrate_trace_analyze(tmp_path):
         "run",
         "cannon",
         "--shape",
-        "256,256,256",
+        "1024,1024,1024",  # blocks of 512 rows: each GEMM in two chunks, polled between
         "--trace",
         str(traces),
         "--profile",
@@ -727,6 +728,14 @@ def test_calibrate_trace_analyze(tmp_path):
     assert sorted(p.name for p in traces.glob("rank*.json")) == [f"rank{i}.json" for i in range(4)]
     combined = json.loads((traces / "combined.json").read_text())["traceEvents"]
     assert {e["pid"] for e in combined} == {0, 1, 2, 3}
+    # the polls between a GEMM's chunks are spans of the shifts they progress, not of the GEMM
+    spans = [e for e in load_rank_events(traces)[0] if e.get("ph") == "X"]
+    on_rank = [e for e in spans if e["args"]["lane"] == 0]
+    polls = [e for e in on_rank if e["args"].get("poll")]
+    gemms = [e for e in on_rank if e["name"] == "gemm"]
+    assert polls and {e["name"] for e in polls} == {"shift"} and len(gemms) > len(polls)
+    for g in gemms:
+        assert not any(g["ts"] < e["ts"] + e["dur"] and e["ts"] < g["ts"] + g["dur"] for e in polls)
     r = distmm("analyze", str(traces), "--json")
     assert r.returncode == 0, r.stderr
     phases = json.loads(r.stdout)["phases"]
