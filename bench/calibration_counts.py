@@ -27,7 +27,7 @@ from .calibration import (
     sleep_until_all,
     speed_probe,
 )
-from .calibration_overlap import exposure
+from .calibration_overlap import exposure, exposure_above
 
 # per rank count (where the ranks fit the cores): the ping-pong's points and the collectives
 # timed (their factors over its fits price messages: Profile.at), up to a block's size beyond
@@ -83,16 +83,14 @@ def at_each_count(world, quick: bool, cores: int, least: int = 2) -> list[dict]:
     the GEMM time slicing when g exceeds the cores (bench.calibration.oversubscription:
     "efficiency"), "gemm_shared" (the n and seconds of a GEMM with every rank working at
     once, bench.calibration.busy_gemm; at every count: up to the cores the model takes it
-    against its rates, Profile.busy_at), and
-    whole layout changes (:func:`alltoallv_costs`), and where the ranks fit the cores how much
-    of a message posted before a GEMM the rank still pays ("exposed",
-    bench.calibration_overlap.exposure). [{"ranks": g, "alpha", "beta", "alpha_large",
-    "beta_large", "collective_factor": {kind: f}, "exposed": {kind: f}, "efficiency",
-    "gemm_shared", "alltoallv", "yielding", "probes"}].
-    Where MPI yields (the job has more ranks than cores) the ping-pong and factors give way to
-    each collective timed on all g ranks and on the rows and columns of a grid of them, after
-    GEMMs of two lengths (:func:`stepped_collectives`): the model fits those of every count
-    above the cores together (Profile.at).
+    against its rates, Profile.busy_at), whole layout changes (:func:`alltoallv_costs`) and
+    how much of a message posted before a GEMM the rank still pays ("exposed",
+    bench.calibration_overlap). [{"ranks": g, "alpha", "beta", "alpha_large", "beta_large",
+    "collective_factor": {kind: f}, "exposed": {kind: f}, "efficiency", "gemm_shared",
+    "alltoallv", "yielding", "probes"}]. Where MPI yields (the job has more ranks than cores)
+    the ping-pong and factors give way to each collective timed on all g ranks and on the rows
+    and columns of a grid of them, after GEMMs of two lengths (:func:`stepped_collectives`):
+    the model fits those of every count above the cores together (Profile.at).
     "probes": the machine's speed (bench.calibration.speed_probe) before and after the count
     was measured; a count whose probes were RETRY_SLOW times the fastest of the pass or more
     (measured in a slow spell of the machine) is measured once more at the end and the
@@ -134,8 +132,7 @@ def to_measure_again(probes: list[list[float]]) -> list[int]:
 
 
 def _count_iters(nbytes: int, quick: bool) -> tuple[int, int]:
-    """(warm-up, timed) ping-pong iterations at each rank count: fewer than :func:`iters`,
-    since every count is measured."""
+    """(warm-up, timed) ping-pong iterations at each count (all are): fewer than iters'."""
     if quick:
         return iters(nbytes, True)
     return 10, 200 if nbytes < 1 << 16 else 20
@@ -200,10 +197,13 @@ def stepped_collectives(comm, quick: bool) -> dict:
     """Each collective timed on all of ``comm``'s ranks (:func:`sliced_collectives`) and on a
     grid of them (:func:`grid_collectives`) in loops of SLICED_GEMM^3 GEMMs ("step": the
     loop's seconds per step alone), and so in loops of SHORT_GEMM^3 ones ("short"): what a
-    collective adds grows with the computation before it (bench/model/steps.py)."""
+    collective adds grows with the computation before it (bench/model/steps.py); in each loop
+    what a message posted before the GEMM costs ("exposed": calibration_overlap.py)."""
     long, short = gemm_lap(comm, quick), gemm_lap(comm, quick, SHORT_GEMM, SHORT_REPS)
     out = {"collectives": sliced_collectives(comm, quick, long), "step": long[1]}
+    out["exposed"] = exposure_above(comm, quick)
     out["short"] = {"gemm": SHORT_GEMM, "step": short[1]}
+    out["short"]["exposed"] = exposure_above(comm, quick, SHORT_GEMM, SHORT_REPS)
     out["short"]["collectives"] = sliced_collectives(comm, quick, short)
     out["short"].update(grid_collectives(comm, quick, short))
     return out | grid_collectives(comm, quick, long)

@@ -1,4 +1,5 @@
-"""How much of a message posted before a GEMM the rank still pays, where the ranks fit the cores.
+"""How much of a message posted before a GEMM the rank still pays: where the ranks fit the cores
+(:func:`exposure`) and where they outnumber them (:func:`exposure_above`).
 
 The model once took a non-blocking message below the cores as hidden behind the GEMMs that
 follow it (a core per rank, the GEMM polling MPI between row chunks: algorithms/local_gemm.py).
@@ -76,4 +77,83 @@ def exposure(comm, cores: int, quick: bool) -> dict[str, float]:
     return found
 
 
-__all__ = ["EXPOSED_BYTES", "EXPOSED_GEMM", "POSTED", "exposure"]
+ABOVE_GEMM = 512  # above the cores: calibrate's long loop (calibration_counts.SLICED_GEMM)
+ABOVE_BYTES = (1 << 18, 1 << 21)  # ... and its larger collectives' sizes
+
+
+def exposure_above(comm, quick: bool, gemm: int = ABOVE_GEMM, steps: int = 4) -> dict[str, float]:
+    """{kind: f} for each of POSTED where ``comm``'s ranks outnumber the cores: in loops of
+    ABOVE_GEMM^3 GEMMs, every rank issues the message on its row and then its column of the
+    most square grid of the ranks (all of them where there is none, layouts.named.grid), a
+    broadcast's root moving with the step, either blocking after its GEMM (as calibrate times
+    collectives there) or posted before it, polled between the GEMM's row chunks and waited
+    after it, as the algorithms do; f = what the posted one adds to the loop / what the
+    blocking one adds, laps of the three in turn, median over ABOVE_BYTES, between 0 and
+    MOST_EXPOSED. A rank that posts its messages before computing does not wait in MPI for
+    partners the scheduler has computing: at 8-16 ranks on 2 cores f was 0.44-0.87 (at 4 ranks
+    1.0-1.5); runs with overlap took 0.70-0.83 of their time without, at 16 ranks."""
+    from mpi4py import MPI
+
+    from algorithms.local_gemm import gemm_rows, polled_gemm
+    from layouts.named import grid
+
+    g, me = comm.Get_size(), comm.Get_rank()
+    p, q = grid(g)
+    rings = [comm.Split(me // q, me), comm.Split(me % q, me)] if p > 1 else [comm.Dup()]
+    a, b, c, tmp = _square_operands(me, gemm)
+    steps = max(steps // 2, 1) if quick else steps
+
+    def lap(kind: str | None, posted: bool, n: int) -> float:
+        out, got = np.ones(n, np.uint8), np.empty(n, np.uint8)
+        comm.Barrier()
+        t0 = now()
+        for step in range(steps):
+            if not posted:
+                gemm_rows(a, b, c, True, tmp)
+            requests = [r for ring in rings for r in _issue(kind, ring, step, out, got, posted)]
+            if posted:
+                polled_gemm(a, b, c, True, tmp, requests)
+                MPI.Request.Waitall(requests)
+        comm.Barrier()
+        return comm.bcast((now() - t0) / steps, root=0)
+
+    found = {}
+    try:
+        for kind in POSTED:
+            ratios = []
+            for n in ABOVE_BYTES[-1:] if quick else ABOVE_BYTES:
+                lap(kind, True, n)  # warm-up
+                laps = [
+                    [lap(None, False, n), lap(kind, False, n), lap(kind, True, n)]
+                    for _ in range(2 if quick else 3)
+                ]
+                alone, blocking, posted = np.median(laps, axis=0)
+                if blocking > alone:
+                    ratios.append((posted - alone) / (blocking - alone))
+            if ratios:
+                found[kind] = float(np.clip(np.median(ratios), 0.0, MOST_EXPOSED))
+    finally:
+        for ring in rings:
+            ring.Free()
+    return found
+
+
+def _issue(kind, ring, step: int, out, got, posted: bool) -> list:
+    """``kind`` (None: nothing) on ``ring``: a shift to the previous rank or a broadcast from
+    rank ``step`` mod its size; posted, its requests, else done and []."""
+    size, me = ring.Get_size(), ring.Get_rank()
+    if kind is None or size < 2:
+        return []
+    if kind == "bcast":
+        if posted:
+            return [ring.Ibcast(out, root=step % size)]
+        ring.Bcast(out, root=step % size)
+        return []
+    to, source = (me - 1) % size, (me + 1) % size
+    if posted:
+        return [ring.Irecv(got, source=source, tag=9), ring.Isend(out, dest=to, tag=9)]
+    ring.Sendrecv(out, dest=to, sendtag=9, recvbuf=got, source=source, recvtag=9)
+    return []
+
+
+__all__ = ["EXPOSED_BYTES", "EXPOSED_GEMM", "POSTED", "exposure", "exposure_above"]

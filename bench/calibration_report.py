@@ -39,12 +39,14 @@ def say_above_cores(say, counts: list[dict], cores: int, gemm: dict, threaded: d
         )
     exposed = [c for c in counts if c.get("exposed")]
     if exposed:
-        kinds = sorted(exposed[0]["exposed"])
+        kinds = sorted(set().union(*(c["exposed"] for c in exposed)))
         say(
             "\n# a message posted before a GEMM, what the rank still pays of its price by rank "
-            f"count ({' / '.join(kinds)}; 0: hidden, 1: as if blocking; the model charges it): "
+            f"count ({' / '.join(kinds)}; 0: hidden, 1: as if blocking; above the {cores} "
+            "cores, of its price blocking after the GEMM; the model charges it): "
             + ", ".join(
-                f"{c['ranks']}: " + " / ".join(f"{c['exposed'][k]:.2f}" for k in kinds)
+                f"{c['ranks']}: "
+                + " / ".join(f"{c['exposed'][k]:.2f}" if k in c["exposed"] else "-" for k in kinds)
                 for c in exposed
             )
         )

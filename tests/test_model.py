@@ -1,6 +1,7 @@
 """The cost model without MPI: profiles, formulas, predictions at large P, and the commands."""
 
 import json
+import math
 import time
 
 import numpy as np
@@ -10,6 +11,7 @@ from launch import distmm, distmm_mpi
 from algorithms import ALGORITHMS, get
 from algorithms.events import COMM_KINDS
 from bench.model import Profile, ProfileError, bytes_per_rank, predict, schedule, stated_cost
+from bench.model.steps import Steps
 from bench.trace import load_rank_events
 
 
@@ -596,7 +598,8 @@ def test_overlapped_messages_cost_the_rank_what_calibrate_measured_them_to(tmp_p
     its price calibrate measured a rank paying for one posted before a polled GEMM ("exposed"
     per count and kind, bench/calibration_overlap.py; linear between counts, the nearest
     outside them): 0 hides it (profiles from before it was measured), 1 prices it as blocking,
-    more than 1 dearer than blocking. Above the cores messages occupy the rank in full."""
+    more than 1 dearer than blocking. Above the cores without a measured part (this profile has
+    no counts there), in full."""
     from conftest import PROFILE
 
     def count(g, shift, bcast):
@@ -624,6 +627,70 @@ def test_overlapped_messages_cost_the_rank_what_calibrate_measured_them_to(tmp_p
     assert predict(on, prof, "float32", 8).seconds == pytest.approx(
         predict(off, prof, "float32", 8).seconds
     )
+
+
+def test_above_the_cores_a_posted_message_costs_the_part_calibrate_measured(tmp_path):
+    """Above the cores calibrate times a message posted before a polled GEMM against the same
+    one blocking after it ("exposed" of those counts, bench/calibration_overlap.exposure_above):
+    the walk charges the rank that part of an overlapped message's price, linear between two
+    counts, from three on a line in log(ranks) fitted by Theil-Sen, the nearest count's outside
+    them; a kind not measured there costs it in full."""
+    from conftest import PROFILE
+
+    from topology.costs import collective_seconds
+
+    def count(g, exposed):
+        timed = {
+            kind: [
+                [n, collective_seconds(kind, n, g, 1e-3, 5e-10) * g / 2] for n in (4096, 1 << 20)
+            ]
+            for kind in ("shift", "bcast")
+        }
+        return {"ranks": g, "efficiency": 1.0, "yielding": True, "collectives": timed} | (
+            {"exposed": exposed} if exposed else {}
+        )
+
+    def profile(*counts):
+        f = tmp_path / "p.json"
+        f.write_text(json.dumps({**PROFILE, "counts": [_count(2, 2e-6, 1.0), *counts]}))
+        return Profile.load(f)
+
+    measured = profile(count(4, {"shift": 1.2}), count(8, {"shift": 0.4}))
+    assert measured.at(6).exposed == pytest.approx({"shift": 0.8})
+    assert measured.at(16).exposed == pytest.approx({"shift": 0.4})
+    # from three counts on, a line in log(ranks) by Theil-Sen: one count off it changes nothing
+    line = {g: 1 - 0.25 * math.log2(g / 4) for g in (4, 6, 8, 12, 16)}
+    off = profile(*(count(g, {"shift": 2.0 if g == 12 else f}) for g, f in line.items()))
+    assert off.at(12).exposed["shift"] == pytest.approx(line[12])
+    assert off.at(16).exposed["shift"] == off.at(64).exposed["shift"] == pytest.approx(0.5)
+    unmeasured = profile(count(4, None), count(8, None))
+    assert unmeasured.at(8).exposed == {}
+    cannon = get("cannon")
+    on, off = (schedule(cannon, cannon.plan((1024,) * 3, 16, overlap=o)) for o in (True, False))
+    gemm = predict(off, unmeasured, "float32", 16).phases["gemm"]
+    shifts = predict(off, unmeasured, "float32", 16).seconds - gemm
+    assert predict(on, unmeasured, "float32", 16).seconds == pytest.approx(gemm + shifts)
+    walked = predict(on, measured, "float32", 16)
+    assert walked.phases["gemm"] == pytest.approx(gemm)
+    # the rank pays 0.4 of each shift, and waits where the channel is still busy at the wait
+    assert gemm + 0.4 * shifts < walked.seconds < gemm + 0.95 * shifts
+    whole = profile(count(4, {"shift": 1.0}), count(8, {"shift": 1.0}))
+    assert predict(on, whole, "float32", 16).seconds == pytest.approx(gemm + shifts)
+    # timed after short GEMMs too: a message's part goes from the short loop's to the long
+    # one's as its price does, by log(step)
+    steps = Steps(1e-3, 16e-3, {}, {}, {"shift": 1.0})
+    for step, want in ((None, 0.4), (0.0, 1.0), (1e-3, 1.0), (4e-3, 0.7), (16e-3, 0.4), (1, 0.4)):
+        assert steps.exposed_part("shift", 0.4, step) == pytest.approx(want), step
+    assert steps.exposed_part("bcast", 0.5, 1e-3) == 0.5  # not timed after short GEMMs
+
+    def stepped(g, long, short):
+        c = count(g, {"shift": long})
+        c |= {"step": 16e-3 * g / 2, "short": {"step": 1e-3 * g / 2, "exposed": {"shift": short}}}
+        return c | {"short": c["short"] | {"collectives": c["collectives"]}}
+
+    both = profile(stepped(4, 0.4, 1.0), stepped(8, 0.4, 0.8))
+    assert both.at(6).steps.exposed == pytest.approx({"shift": 0.9})
+    assert both.at(6).exposed == pytest.approx({"shift": 0.4})
 
 
 @pytest.mark.parametrize("name", list(ALGORITHMS))
@@ -779,9 +846,11 @@ def test_calibrate_up_to_measures_the_larger_counts_in_a_job_of_its_own(tmp_path
         assert ("collectives" in c) == (c["ranks"] > cores()) and c["efficiency"] > 0
         assert c["gemm_shared"][0] == 512 and c["gemm_shared"][1] > 0  # every count
         assert c["alltoallv"]["per_core"] == max(c["ranks"] / cores(), 1.0)
-        if c["ranks"] <= cores():  # a message posted before a GEMM: what the rank pays of it
-            assert set(c["exposed"]) == {"shift", "bcast"}
-            assert all(0 <= f <= 3 for f in c["exposed"].values())
+        # a message posted before a GEMM: what the rank pays of it (above the cores, against
+        # one blocking after it; a kind whose blocking one added nothing there is left out)
+        kinds = set(c["exposed"])
+        assert kinds == {"shift", "bcast"} if c["ranks"] <= cores() else kinds <= {"shift", "bcast"}
+        assert all(0 <= f <= 3 for f in c["exposed"].values())
         assert c["ranks"] <= cores() or "barrier" in c["collectives"]
         assert ("alpha" in c) == (c["ranks"] <= cores())
         if c["ranks"] > cores():  # ... and again after shorter GEMMs (bench/model/steps.py)

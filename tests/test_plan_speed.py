@@ -50,12 +50,15 @@ def _timed(g, scale):  # collectives above the cores as calibrate times them (co
     }
 
 
-# RICH with collectives timed above the cores after long and short GEMMs (bench/model/steps.py)
+# RICH with collectives timed above the cores after long and short GEMMs (bench/model/steps.py),
+# and messages posted before them: a posted message's price grows with the step, the part the
+# rank pays of it falls (their product is least at one end: bench/model/walk.Walk.promise)
 STEPPED = replace(
     RICH,
     counts=tuple(
         {"ranks": g, "yielding": True, "collectives": _timed(g, 1.0), "step": 8e-3 * g}
-        | {"short": {"step": 1e-4 * g, "collectives": _timed(g, 0.1)}}
+        | {"exposed": {"shift": 0.05, "bcast": 0.1}}
+        | {"short": {"step": 1e-4 * g, "collectives": _timed(g, 0.1), "exposed": {"shift": 2.0}}}
         for g in (3, 4, 6)
     ),
 )

@@ -60,6 +60,28 @@ def checked_counts(counts: list) -> list:
     return counts
 
 
+def exposed_at(counts, g: int, trend: bool = False) -> dict[str, float]:
+    """{kind: the part of a message's price a rank pays when it posts it before a GEMM} at g
+    ranks (bench/calibration_overlap.py), from the ``counts`` that measured each kind: linear
+    between them, the nearest one's outside them. ``trend`` (the counts above the cores, each
+    swinging with the scheduler: at 12 and 13 ranks on 2 cores a shift's 0.26 and 1.45 between
+    0.61 and 0.51): from three counts on, a line in log(ranks) through them all, fitted by
+    Theil-Sen (the median of the slopes between pairs), within 0 and the dearest measured."""
+    out = {}
+    for k in set().union(*(c.get("exposed", {}) for c in counts)):
+        has = [c for c in counts if k in c.get("exposed", ())]
+        gs, fs = np.array([c["ranks"] for c in has]), np.array([c["exposed"][k] for c in has])
+        if trend and len(has) >= 3:
+            x = np.log(gs)
+            i, j = np.triu_indices(len(x), 1)
+            slope = float(np.median((fs[j] - fs[i]) / (x[j] - x[i])))
+            at = math.log(min(max(g, gs.min()), gs.max()))
+            out[k] = float(np.clip(np.median(fs - slope * x) + slope * at, 0.0, fs.max()))
+        else:
+            out[k] = float(np.interp(g, gs, fs))
+    return out
+
+
 def _loads(row) -> list:
     """A timed row's loads (M, B, C, N), N = 0 in rows from before pieces were counted."""
     loads = list(row[:-1])
@@ -225,6 +247,7 @@ def _trimmed_fit(rows) -> tuple[float, ...]:
 
 
 __all__ = [
+    "exposed_at",
     "A2AV_TERMS",
     "checked_counts",
     "count_alltoallv",

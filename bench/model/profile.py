@@ -24,6 +24,7 @@ from .fits import (
     A2AV_TERMS,
     checked_counts,
     count_alltoallv,
+    exposed_at,
     fit_collectives,
     sharing_moves,
     sharing_scale,
@@ -72,8 +73,9 @@ class Profile:
     ranks_per_node: int | None = None  # set by :meth:`at`
     threads: int = 1  # BLAS threads per rank, set by :meth:`at` (bench.machine.blas_threads)
     busy: float = 1.0  # what GEMMs cost over the rates with the node's ranks all computing (at)
-    # below the cores, set by :meth:`at`: {kind: the part of a message's price the rank still
-    # pays when it posts it before a GEMM} (bench/calibration_overlap.py; none: hidden)
+    # set by :meth:`at`: {kind: the part of a message's price the rank still pays when it
+    # posts it before a GEMM} (bench/calibration_overlap.py). A kind not measured is hidden
+    # below the cores and paid in full above them
     exposed: dict = field(default_factory=dict)
 
     @classmethod
@@ -177,6 +179,9 @@ class Profile:
                 sliced=sliced,
                 grouped=self.grid_fit() or None,
                 steps=law.at(ranks_per_node, self.cores) if (law := self.step_law()) else None,
+                exposed=exposed_at(
+                    [c for c in self.counts if c["ranks"] > self.cores], ranks_per_node, True
+                ),
                 comm_scale=ranks_per_node / self.cores,
                 ranks_per_node=ranks_per_node,
             )
@@ -199,12 +204,6 @@ class Profile:
             factors = {
                 k: at_g([c["collective_factor"].get(k, 1.0) for c in fitting]) for k in kinds
             }
-            exposed = {}  # from the counts that measured it, the nearest one's outside them
-            for k in set().union(*(c.get("exposed", {}) for c in fitting)):
-                has = [c for c in fitting if k in c.get("exposed", ())]
-                exposed[k] = float(
-                    np.interp(g, [c["ranks"] for c in has], [c["exposed"][k] for c in has])
-                )
             out = replace(
                 self,
                 alpha=at_g([c["alpha"] for c in fitting]),
@@ -212,7 +211,7 @@ class Profile:
                 alpha_large=at_g([c["alpha_large"] for c in fitting]),
                 beta_large=at_g([c["beta_large"] for c in fitting]),
                 collective_factor=factors,
-                exposed=exposed,
+                exposed=exposed_at(fitting, g),
                 alltoallv=alltoallv,
                 counts=(),
                 ranks_per_node=ranks_per_node,

@@ -22,24 +22,27 @@ the runs took on every VM kind; so, 0.98-1.15.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from topology.costs import collective_seconds
 
-from .fits import fit_collectives
+from .fits import exposed_at, fit_collectives
 
 
 @dataclass(frozen=True)
 class Steps:
-    """The short and long loops' steps at one run's ranks per node, and each collective's fit
-    after the short GEMMs on all the node's ranks (``sliced``) and on a grid (``grouped``)."""
+    """The short and long loops' steps at one run's ranks per node, each collective's fit
+    after the short GEMMs on all the node's ranks (``sliced``) and on a grid (``grouped``),
+    and the part of a message's price a rank pays when it posts it before the short GEMMs
+    (``exposed``; before the long ones: Profile.exposed)."""
 
     short: float
     long: float
     sliced: dict
     grouped: dict
+    exposed: dict = field(default_factory=dict)
 
     def price(self, kind: str, nbytes: int, g: int, long: float, grid: bool, step) -> float:
         """The collective's seconds after ``step`` seconds of computation (None: unknown), its
@@ -48,10 +51,21 @@ class Steps:
         if step is None or fitted is None:
             return long
         least = min(collective_seconds(kind, nbytes, g, *fitted), long)
+        return least + (long - least) * self._toward_long(step)
+
+    def exposed_part(self, kind: str, long: float, step) -> float:
+        """The part of a posted message's price the rank pays ``step`` seconds after its last
+        message (None: unknown), ``long`` after the long GEMMs: between the short loop's and
+        that, as :meth:`price` goes between the prices."""
+        short = self.exposed.get(kind)
+        if step is None or short is None:
+            return long
+        return short + (long - short) * self._toward_long(step)
+
+    def _toward_long(self, step: float) -> float:
+        """log(step / short) / log(long / short), ``step`` held between the two."""
         within = min(max(step, self.short), self.long)
-        return least + (long - least) * math.log(within / self.short) / math.log(
-            self.long / self.short
-        )
+        return math.log(within / self.short) / math.log(self.long / self.short)
 
 
 @dataclass(frozen=True)
@@ -61,6 +75,7 @@ class StepLaw:
     long: tuple[float, ...]  # their long loops'
     sliced: dict  # {kind: (alpha, beta)} fitted after the short GEMMs, on all the ranks
     grouped: dict  # ... and on the rows and columns of a grid of them
+    posted: tuple = ()  # ({"ranks", "exposed"}, ...): a posted message's part, short GEMMs
 
     @classmethod
     def fit(cls, counts, cores: int) -> StepLaw | None:
@@ -79,6 +94,7 @@ class StepLaw:
             tuple(c["step"] * cores / c["ranks"] for c in timed),
             fit_collectives(short, cores),
             fit_collectives(short, cores, grid=True),
+            tuple(c for c in short if c.get("exposed")),
         )
 
     def at(self, ranks_per_node: int, cores: int) -> Steps:
@@ -91,6 +107,7 @@ class StepLaw:
             float(np.interp(ranks_per_node, self.ranks, self.long)) * per_core,
             self.sliced,
             self.grouped,
+            exposed_at(self.posted, ranks_per_node, trend=True),
         )
 
 

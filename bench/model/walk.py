@@ -5,10 +5,12 @@ non-blocking one starts when the channel is free and must be complete at its ``w
 occupies the rank for the part of its price calibrate measured a rank paying for a message
 posted before a GEMM (Profile.exposed); a GEMM occupies the rank. With more ranks than cores
 every rank gets cores/ranks of a core, so its computation and copies slow down by that factor
-and non-blocking messages occupy the rank in full (there is no idle core to progress them on);
-there a collective costs by the computation before it (bench/model/steps.py: the seconds of
-GEMMs and copies since the rank's last message, the first message after them setting the step
-for those that follow it without computation between).
+and a non-blocking message occupies the rank for the part of its price calibrate measured
+there (a rank that posts it before computing does not wait for partners the scheduler has
+computing: 0.4-0.9 of a blocking one's at 8-16 ranks on 2 cores); there a collective costs
+by the computation before it (bench/model/steps.py: the seconds of GEMMs and copies since the
+rank's last message, the first message after them setting the step for those that follow it
+without computation between).
 """
 
 from __future__ import annotations
@@ -153,9 +155,10 @@ class Walk:
         rest to come costs at least what is left, on the rank and on the channel."""
         shave = 1 - 1e-9  # (summing the prices of those issued may round up)
         for kind, nbytes, group, count, blocking in operations:
-            d, exposed, _ = self._priced(  # at the least a message costs (the shortest step)
-                make_event({"kind": kind, "nbytes": nbytes, "group": group}), 0.0
-            )
+            e = make_event({"kind": kind, "nbytes": nbytes, "group": group})
+            d, exposed, _ = self._priced(e, 0.0)  # at the least a message costs (shortest step)
+            if self.stepped:  # a price and a part both linear in log(step): least at an end
+                exposed = min(exposed, self._priced(e, None)[1])
             self.owed_rank += count * (d if blocking else exposed) * shave
             if kind != "copy":
                 self.owed_channel += count * d * shave
@@ -301,8 +304,9 @@ def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, l
     """(seconds, the part of them that occupies the rank even when issued non-blocking: all
     of a GEMM or copy; of a message with a core per rank the part calibrate measured a rank
     paying for one posted before a polled GEMM (Profile.exposed: shifts 1.2-2.1 and broadcasts
-    0.9-1.6 on 2 ranks here, none in profiles from before it was measured), all of it with
-    more ranks than cores; whether it is held to an emulated link: then the rank pays its
+    0.9-1.6 on 2 ranks here, none in profiles from before it was measured), with more ranks
+    than cores likewise (0.4-0.9 at 8-16 ranks on 2 cores), all of it where not measured
+    there (older profiles); whether it is held to an emulated link: then the rank pays its
     part when it posts it, not when the link is free); ``profile`` at the run's ranks per node
     (Profile.at), ``slow`` its GEMMs' slowdown, ``step`` the computation before a message
     (Profile.collective)."""
@@ -313,7 +317,10 @@ def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, l
         d = copy_seconds(e.nbytes, profile, slow)
         return d, d, False
     here = profile.collective(e.kind, e.nbytes, e.group, step) * profile.comm_scale
-    exposed = profile.exposed.get(e.kind, 0.0) * here if overlap else here
+    part = profile.exposed.get(e.kind, 0.0 if overlap else 1.0)
+    if profile.steps is not None:  # above the cores: by the computation before it, as ``here``
+        part = profile.steps.exposed_part(e.kind, part, step)
+    exposed = part * here
     if links is not None and links.models(e.phase_level):
         if not links.emulated:  # the links move the bytes, the ranks' cores combine them
             gamma = combine_seconds(profile, dtype, slow)
