@@ -87,6 +87,16 @@ def say_above_cores(say, counts: list[dict], cores: int, gemm: dict, threaded: d
             say(f"  {kind:<15} {alpha_rate(alpha, beta)}")
         for kind, (alpha, beta) in law.grouped.items():
             say(f"  {kind + ' (grid)':<15} {alpha_rate(alpha, beta)}")
+        if law.posted:
+            say(
+                "  a message posted before these GEMMs, what the rank still pays of its price "
+                "blocking after them, by rank count: "
+                + ", ".join(
+                    f"{c['ranks']}: "
+                    + " / ".join(f"{k} {f:.2f}" for k, f in sorted(c["exposed"].items()))
+                    for c in law.posted
+                )
+            )
 
 
 def alpha_rate(alpha: float, beta: float) -> str:
