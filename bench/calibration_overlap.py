@@ -83,15 +83,17 @@ ABOVE_BYTES = (1 << 18, 1 << 21)  # ... and its larger collectives' sizes
 
 def exposure_above(comm, quick: bool, gemm: int = ABOVE_GEMM, steps: int = 4) -> dict[str, float]:
     """{kind: f} for each of POSTED where ``comm``'s ranks outnumber the cores: in loops of
-    ABOVE_GEMM^3 GEMMs, every rank issues the message on its row and then its column of the
-    most square grid of the ranks (all of them where there is none, layouts.named.grid), a
-    broadcast's root moving with the step, either blocking after its GEMM (as calibrate times
-    collectives there) or posted before it, polled between the GEMM's row chunks and waited
-    after it, as the algorithms do; f = what the posted one adds to the loop / what the
-    blocking one adds, laps of the three in turn, median over ABOVE_BYTES, between 0 and
-    MOST_EXPOSED. A rank that posts its messages before computing does not wait in MPI for
-    partners the scheduler has computing: at 8-16 ranks on 2 cores f was 0.44-0.87 (at 4 ranks
-    1.0-1.5); runs with overlap took 0.70-0.83 of their time without, at 16 ranks."""
+    ``steps`` ``gemm``^3 GEMMs (calibrate's two loops: 4 of ABOVE_GEMM^3, 16 of 128^3), every
+    rank issues the message on its row and then its column of the most square grid of the
+    ranks (all of them where there is none, layouts.named.grid), a broadcast's root moving
+    with the step, either blocking after its GEMM (as calibrate times collectives there) or
+    posted before it, polled between the GEMM's row chunks and waited after it, as the
+    algorithms do; f = what the posted one adds to the loop / what the blocking one adds, laps
+    of the three in turn, median over ABOVE_BYTES, between 0 and MOST_EXPOSED. A rank that
+    posts its messages before computing does not wait in MPI for partners the scheduler has
+    computing: at 8-16 ranks on 2 cores f was 0.4-0.9 after 512^3 GEMMs, 0.7-1.0 after 128^3
+    (at 4 ranks 0.8-1.9); runs with overlap took 0.70-0.87 of their time without, at 16
+    ranks."""
     from mpi4py import MPI
 
     from algorithms.local_gemm import gemm_rows, polled_gemm
@@ -104,13 +106,17 @@ def exposure_above(comm, quick: bool, gemm: int = ABOVE_GEMM, steps: int = 4) ->
     steps = max(steps // 2, 1) if quick else steps
 
     def lap(kind: str | None, posted: bool, n: int) -> float:
-        out, got = np.ones(n, np.uint8), np.empty(n, np.uint8)
+        buffers = [(np.ones(n, np.uint8), np.empty(n, np.uint8)) for _ in rings]  # one per ring
         comm.Barrier()
         t0 = now()
         for step in range(steps):
             if not posted:
                 gemm_rows(a, b, c, True, tmp)
-            requests = [r for ring in rings for r in _issue(kind, ring, step, out, got, posted)]
+            requests = [
+                r
+                for ring, (out, got) in zip(rings, buffers, strict=True)
+                for r in _issue(kind, ring, step, out, got, posted)
+            ]
             if posted:
                 polled_gemm(a, b, c, True, tmp, requests)
                 MPI.Request.Waitall(requests)
