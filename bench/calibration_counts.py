@@ -132,7 +132,7 @@ def to_measure_again(probes: list[list[float]]) -> list[int]:
 
 
 def _count_iters(nbytes: int, quick: bool) -> tuple[int, int]:
-    """(warm-up, timed) ping-pong iterations at each count (all are): fewer than iters'."""
+    """(warm-up, timed) ping-pong iterations at each count: fewer than :func:`iters`'s."""
     if quick:
         return iters(nbytes, True)
     return 10, 200 if nbytes < 1 << 16 else 20

@@ -247,10 +247,10 @@ def _trimmed_fit(rows) -> tuple[float, ...]:
 
 
 __all__ = [
-    "exposed_at",
     "A2AV_TERMS",
     "checked_counts",
     "count_alltoallv",
+    "exposed_at",
     "fit_alltoallv",
     "fit_collectives",
     "fit_nonnegative",
