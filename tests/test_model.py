@@ -663,6 +663,8 @@ def test_above_the_cores_a_posted_message_costs_the_part_calibrate_measured(tmp_
     off = profile(*(count(g, {"shift": 2.0 if g == 12 else f}) for g, f in line.items()))
     assert off.at(12).exposed["shift"] == pytest.approx(line[12])
     assert off.at(16).exposed["shift"] == off.at(64).exposed["shift"] == pytest.approx(0.5)
+    twice = profile(*(count(g, {"shift": f}) for g, f in [(4, 1.0), (4, 0.8), (8, 0.6)]))
+    assert 0.6 <= twice.at(6).exposed["shift"] <= 1.0  # a count measured twice: no 0 / 0
     unmeasured = profile(count(4, None), count(8, None))
     assert unmeasured.at(8).exposed == {}
     cannon = get("cannon")

@@ -71,9 +71,11 @@ def exposed_at(counts, g: int, trend: bool = False) -> dict[str, float]:
     for k in set().union(*(c.get("exposed", {}) for c in counts)):
         has = [c for c in counts if k in c.get("exposed", ())]
         gs, fs = np.array([c["ranks"] for c in has]), np.array([c["exposed"][k] for c in has])
-        if trend and len(has) >= 3:
-            x = np.log(gs)
-            i, j = np.triu_indices(len(x), 1)
+        x = np.log(gs)
+        i, j = np.triu_indices(len(x), 1)
+        apart = x[j] != x[i]  # a count measured twice (a merged profile) gives no slope
+        if trend and len(has) >= 3 and apart.any():
+            i, j = i[apart], j[apart]
             slope = float(np.median((fs[j] - fs[i]) / (x[j] - x[i])))
             at = math.log(min(max(g, gs.min()), gs.max()))
             out[k] = float(np.clip(np.median(fs - slope * x) + slope * at, 0.0, fs.max()))
