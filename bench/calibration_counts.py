@@ -27,7 +27,7 @@ from .calibration import (
     sleep_until_all,
     speed_probe,
 )
-from .calibration_overlap import exposure, exposure_above
+from .calibration_overlap import exposure, exposure_above, gemm_lap
 
 # per rank count (where the ranks fit the cores): the ping-pong's points and the collectives
 # timed (their factors over its fits price messages: Profile.at), up to a block's size beyond
@@ -199,11 +199,12 @@ def stepped_collectives(comm, quick: bool) -> dict:
     loop's seconds per step alone), and so in loops of SHORT_GEMM^3 ones ("short"): what a
     collective adds grows with the computation before it (bench/model/steps.py); in each loop
     what a message posted before the GEMM costs ("exposed": calibration_overlap.py)."""
-    long, short = gemm_lap(comm, quick), gemm_lap(comm, quick, SHORT_GEMM, SHORT_REPS)
+    long = gemm_lap(comm, quick, SLICED_GEMM)
+    short = gemm_lap(comm, quick, SHORT_GEMM, SHORT_REPS)
     out = {"collectives": sliced_collectives(comm, quick, long), "step": long[1]}
-    out["exposed"] = exposure_above(comm, quick)
+    out["exposed"] = exposure_above(comm, quick, long)
     out["short"] = {"gemm": SHORT_GEMM, "step": short[1]}
-    out["short"]["exposed"] = exposure_above(comm, quick, SHORT_GEMM, SHORT_REPS)
+    out["short"]["exposed"] = exposure_above(comm, quick, short)
     out["short"]["collectives"] = sliced_collectives(comm, quick, short)
     out["short"].update(grid_collectives(comm, quick, short))
     return out | grid_collectives(comm, quick, long)
@@ -218,7 +219,7 @@ def sliced_collectives(comm, quick: bool, timer=None) -> dict[str, list[list[flo
     has given a GEMM to, which collectives timed back to back (all ranks in MPI, yielding to
     each other) do not show: those priced runs' communication at a fifth of what it took.
     ``timer``: :func:`gemm_lap`'s (lap, its time alone), of SLICED_GEMM^3 GEMMs if None."""
-    lap, alone = timer or gemm_lap(comm, quick)
+    lap, alone = timer or gemm_lap(comm, quick, SLICED_GEMM)
     # the barrier every run closes a repetition with (bench/runner.py), as the model prices it
     out: dict[str, list] = {"barrier": [[0, max(lap(lambda _: comm.Barrier()) - alone, 0.0)]]}
     for n in SLICED_COLL_SIZES[1:] if quick else SLICED_COLL_SIZES:
@@ -250,7 +251,7 @@ def grid_collectives(comm, quick: bool, timer=None) -> dict:
         return {}
     me = comm.Get_rank()
     rows, cols = comm.Split(me // q, me), comm.Split(me % q, me)
-    lap, alone = timer or gemm_lap(comm, quick)
+    lap, alone = timer or gemm_lap(comm, quick, SLICED_GEMM)
     out: dict[str, list] = {}
     try:
         for n in SLICED_COLL_SIZES[1:] if quick else SLICED_COLL_SIZES:
@@ -276,31 +277,6 @@ def grid_ops(rows, cols, n: int) -> tuple[int, dict]:
 def _both(step: int, row, col) -> None:
     row(step)
     col(step)
-
-
-def gemm_lap(comm, quick: bool, gemm: int = SLICED_GEMM, steps: int = 4) -> tuple:
-    """(lap, its time alone): lap(op=None) is the seconds per step, barrier to barrier, of a
-    loop of ``steps`` (half if ``quick``) in which every rank of ``comm`` does a ``gemm``^3
-    GEMM and then ``op(step)``, as a run's steps do; alone, the median of three laps without
-    ``op`` (after one warm-up)."""
-    from algorithms.local_gemm import gemm_rows
-
-    x = np.ones((gemm, gemm), np.float32)
-    c, tmp = np.zeros_like(x), np.zeros_like(x)
-    reps = max(steps // 2, 1) if quick else steps
-
-    def lap(op=None) -> float:
-        comm.Barrier()
-        t0 = now()
-        for step in range(reps):
-            gemm_rows(x, x, c, True, tmp)
-            if op is not None:
-                op(step)
-        comm.Barrier()
-        return comm.bcast(now() - t0, root=0) / reps
-
-    lap()  # warm-up
-    return lap, float(np.median([lap() for _ in range(3)]))
 
 
 # bytes of the matrix each rank holds in the timed moves, the largest beyond a server's caches:

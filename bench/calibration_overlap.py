@@ -77,65 +77,81 @@ def exposure(comm, cores: int, quick: bool) -> dict[str, float]:
     return found
 
 
-ABOVE_GEMM = 512  # above the cores: calibrate's long loop (calibration_counts.SLICED_GEMM)
-ABOVE_BYTES = (1 << 18, 1 << 21)  # ... and its larger collectives' sizes
+ABOVE_BYTES = (1 << 18, 1 << 21)  # above the cores: calibrate's larger collectives' sizes
 
 
-def exposure_above(comm, quick: bool, gemm: int = ABOVE_GEMM, steps: int = 4) -> dict[str, float]:
-    """{kind: f} for each of POSTED where ``comm``'s ranks outnumber the cores: in loops of
-    ``steps`` ``gemm``^3 GEMMs (calibrate's two loops: 4 of ABOVE_GEMM^3, 16 of 128^3), every
-    rank issues the message on its row and then its column of the most square grid of the
-    ranks (all of them where there is none, layouts.named.grid), a broadcast's root moving
-    with the step, either blocking after its GEMM (as calibrate times collectives there) or
-    posted before it, polled between the GEMM's row chunks and waited after it, as the
-    algorithms do; f = what the posted one adds to the loop / what the blocking one adds, laps
-    of the three in turn, median over ABOVE_BYTES, between 0 and MOST_EXPOSED. A rank that
-    posts its messages before computing does not wait in MPI for partners the scheduler has
-    computing: at 8-16 ranks on 2 cores f was 0.4-0.9 after 512^3 GEMMs, 0.7-1.0 after 128^3
-    (at 4 ranks 0.8-1.9); runs with overlap took 0.70-0.87 of their time without, at 16
-    ranks."""
+def gemm_lap(comm, quick: bool, gemm: int, steps: int = 4) -> tuple:
+    """(lap, its time alone): lap(op=None, posted=None) is the seconds per step, barrier to
+    barrier, of a loop of ``steps`` (half if ``quick``) in which every rank of ``comm`` does a
+    ``gemm``^3 GEMM and then ``op(step)``, as a run's steps do, or first posts ``posted(step)``
+    (its requests), polls them between the GEMM's row chunks and waits for them after it, as
+    the algorithms overlap; alone, the median of three laps without either (after a warm-up)."""
     from mpi4py import MPI
 
-    from algorithms.local_gemm import gemm_rows, polled_gemm
+    from algorithms.local_gemm import polled_gemm
+
+    x = np.ones((gemm, gemm), np.float32)
+    c, tmp = np.zeros_like(x), np.zeros_like(x)
+    reps = max(steps // 2, 1) if quick else steps
+
+    def lap(op=None, posted=None) -> float:
+        comm.Barrier()
+        t0 = now()
+        for step in range(reps):
+            requests = posted(step) if posted is not None else []
+            polled_gemm(x, x, c, True, tmp, requests)  # without requests: one plain GEMM
+            if requests:
+                MPI.Request.Waitall(requests)
+            if op is not None:
+                op(step)
+        comm.Barrier()
+        return comm.bcast(now() - t0, root=0) / reps
+
+    lap()  # warm-up
+    return lap, float(np.median([lap() for _ in range(3)]))
+
+
+def exposure_above(comm, quick: bool, timer) -> dict[str, float]:
+    """{kind: f} for each of POSTED where ``comm``'s ranks outnumber the cores, in the loop of
+    ``timer`` (:func:`gemm_lap`'s; calibrate's two: 4 steps of 512^3 GEMMs, 16 of 128^3): every
+    rank issues the message on its row and then its column of the most square grid of the
+    ranks (all of them where there is none, layouts.named.grid), a broadcast's root moving
+    with the step, either blocking after its GEMM (bench.calibration.collective_ops, as
+    calibrate times collectives there) or posted before it, polled in it and waited after it,
+    as the algorithms do; f = what the posted one adds to the loop / what the blocking one
+    adds, laps of the three in turn, median over ABOVE_BYTES, between 0 and MOST_EXPOSED. A
+    rank that posts its messages before computing does not wait in MPI for partners the
+    scheduler has computing: at 8-16 ranks on 2 cores f was 0.4-0.9 after 512^3 GEMMs, 0.7-1.0
+    after 128^3 (at 4 ranks 0.8-1.9); runs with overlap took 0.70-0.87 of their time without,
+    at 16 ranks."""
     from layouts.named import grid
 
+    from .calibration import collective_ops
+
+    lap, _ = timer
     g, me = comm.Get_size(), comm.Get_rank()
     p, q = grid(g)
     rings = [comm.Split(me // q, me), comm.Split(me % q, me)] if p > 1 else [comm.Dup()]
-    a, b, c, tmp = _square_operands(me, gemm)
-    steps = max(steps // 2, 1) if quick else steps
-
-    def lap(kind: str | None, posted: bool, n: int) -> float:
-        buffers = [(np.ones(n, np.uint8), np.empty(n, np.uint8)) for _ in rings]  # one per ring
-        comm.Barrier()
-        t0 = now()
-        for step in range(steps):
-            if not posted:
-                gemm_rows(a, b, c, True, tmp)
-            requests = [
-                r
-                for ring, (out, got) in zip(rings, buffers, strict=True)
-                for r in _issue(kind, ring, step, out, got, posted)
-            ]
-            if posted:
-                polled_gemm(a, b, c, True, tmp, requests)
-                MPI.Request.Waitall(requests)
-        comm.Barrier()
-        return comm.bcast((now() - t0) / steps, root=0)
-
     found = {}
     try:
         for kind in POSTED:
             ratios = []
             for n in ABOVE_BYTES[-1:] if quick else ABOVE_BYTES:
-                lap(kind, True, n)  # warm-up
-                laps = [
-                    [lap(None, False, n), lap(kind, False, n), lap(kind, True, n)]
-                    for _ in range(2 if quick else 3)
-                ]
-                alone, blocking, posted = np.median(laps, axis=0)
-                if blocking > alone:
-                    ratios.append((posted - alone) / (blocking - alone))
+                blocking = [collective_ops(ring, n, rooted=True)[1][kind] for ring in rings]
+                posted = [_posted(kind, ring, n) for ring in rings]
+
+                def block(step, ops=blocking) -> None:
+                    for op in ops:
+                        op(step)
+
+                def post(step, ops=posted) -> list:
+                    return [r for op in ops for r in op(step)]
+
+                lap(posted=post)  # warm-up
+                laps = [[lap(), lap(block), lap(posted=post)] for _ in range(2 if quick else 3)]
+                alone, blocked, overlapped = np.median(laps, axis=0)
+                if blocked > alone:
+                    ratios.append((overlapped - alone) / (blocked - alone))
             if ratios:
                 found[kind] = float(np.clip(np.median(ratios), 0.0, MOST_EXPOSED))
     finally:
@@ -144,22 +160,17 @@ def exposure_above(comm, quick: bool, gemm: int = ABOVE_GEMM, steps: int = 4) ->
     return found
 
 
-def _issue(kind, ring, step: int, out, got, posted: bool) -> list:
-    """``kind`` (None: nothing) on ``ring``: a shift to the previous rank or a broadcast from
-    rank ``step`` mod its size; posted, its requests, else done and []."""
+def _posted(kind: str, ring, n: int):
+    """``kind`` (a shift to the next rank, or a broadcast from rank ``step`` mod the size) of
+    ``n`` bytes on ``ring``, posted: step -> its requests, into buffers of its own."""
     size, me = ring.Get_size(), ring.Get_rank()
-    if kind is None or size < 2:
-        return []
+    out, got = np.ones(n, np.uint8), np.empty(n, np.uint8)
     if kind == "bcast":
-        if posted:
-            return [ring.Ibcast(out, root=step % size)]
-        ring.Bcast(out, root=step % size)
-        return []
-    to, source = (me - 1) % size, (me + 1) % size
-    if posted:
-        return [ring.Irecv(got, source=source, tag=9), ring.Isend(out, dest=to, tag=9)]
-    ring.Sendrecv(out, dest=to, sendtag=9, recvbuf=got, source=source, recvtag=9)
-    return []
+        return lambda step: [ring.Ibcast(out, root=step % size)]
+    return lambda _: [
+        ring.Irecv(got, source=(me - 1) % size),
+        ring.Isend(out, dest=(me + 1) % size),
+    ]
 
 
-__all__ = ["EXPOSED_BYTES", "EXPOSED_GEMM", "POSTED", "exposure", "exposure_above"]
+__all__ = ["EXPOSED_BYTES", "EXPOSED_GEMM", "POSTED", "exposure", "exposure_above", "gemm_lap"]

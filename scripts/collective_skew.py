@@ -24,7 +24,8 @@ from mpi4py import MPI
 
 from algorithms.events import COMM_KINDS
 from bench.calibration import collective_ops
-from bench.calibration_counts import gemm_lap, grid_ops
+from bench.calibration_counts import grid_ops
+from bench.calibration_overlap import gemm_lap
 from bench.metadata import cores
 from bench.units import ints
 from layouts.named import grid
