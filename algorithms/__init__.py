@@ -25,11 +25,13 @@ ALGORITHMS: dict[str, Algorithm]  # name -> record, in this order; built on firs
 def _registry() -> dict[str, Algorithm]:
     # Imported on first use, not with the package: `python -m algorithms.cannon` runs a module
     # that importing the package must not have loaded already (runpy warns if it has).
-    from . import cannon, cannon25d, summa, summa3d, summa25d, t10, tesseract
+    from . import cannon, cannon25d, summa, summa3d, summa25d, summa_a, summa_b, t10, tesseract
 
     records = (
         cannon.ALGORITHM,
         summa.ALGORITHM,
+        summa_a.ALGORITHM,
+        summa_b.ALGORITHM,
         summa3d.ALGORITHM,
         summa25d.ALGORITHM,
         cannon25d.ALGORITHM,

@@ -299,9 +299,9 @@ class Comm:
             return self.zeros(shape, buf.dtype)
         return np.concatenate(list(out), axis=dim)
 
-    def reduce_scatter(self, buf: np.ndarray, axes, dim: int = 0) -> np.ndarray:
+    def reduce_scatter(self, buf: np.ndarray, axes, dim: int = 0, out=None) -> np.ndarray:
         """Sum ``buf`` over the group and leave rank r with the r-th of g equal parts along
-        ``dim`` (``buf.shape[dim]`` must divide by g)."""
+        ``dim`` (``buf.shape[dim]`` must divide by g), in ``out`` if given (contiguous)."""
         axes, g = self._group(axes)
         if g == 1:
             return buf
@@ -319,7 +319,7 @@ class Comm:
         if not self.execute:
             shape = list(buf.shape)
             shape[dim] //= g
-            return self.zeros(shape, buf.dtype)
+            return self.zeros(shape, buf.dtype) if out is None else out
         pieces = np.ascontiguousarray(
             np.moveaxis(
                 buf.reshape(buf.shape[:dim] + (g, buf.shape[dim] // g) + buf.shape[dim + 1 :]),
@@ -327,7 +327,7 @@ class Comm:
                 0,
             )
         )
-        out = np.empty(pieces.shape[1:], dtype=buf.dtype)
+        out = np.empty(pieces.shape[1:], dtype=buf.dtype) if out is None else out
         from mpi4py import MPI
 
         with self.span("reduce_scatter", axes=",".join(axes), bytes=buf.nbytes):

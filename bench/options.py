@@ -29,14 +29,17 @@ def all_options() -> dict[str, tuple[Option, list[str]]]:
 
 def add_algorithm_options(p: argparse.ArgumentParser) -> None:
     for name, (option, takers) in all_options().items():
-        who = "" if len(takers) == len(ALGORITHMS) else f"{', '.join(takers)}: "
+        helps: dict[str, list[str]] = {}  # one option name may mean different things
+        for algo in takers:
+            helps.setdefault(ALGORITHMS[algo].option(name).help, []).append(algo)
+        every = len(takers) == len(ALGORITHMS)
         kind = ints(option.length) if option.type is tuple else positive
         p.add_argument(
             f"--{name}",
             type=kind,
             metavar=option.metavar,
             choices=option.choices or None,
-            help=who + option.help,
+            help="; ".join(h if every else f"{', '.join(t)}: {h}" for h, t in helps.items()),
         )
 
 

@@ -1,0 +1,105 @@
+"""SUMMA with A or B stationary (algorithms/stationary.py): the right product for every grid the
+world size admits, any shape, panel and overlap; serially, their layouts and schedules.
+
+Run under mpiexec with ``--only-mpi`` (any size); the tests without the mpi mark run serially.
+"""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+from mpi_helpers import run_and_verify
+
+from algorithms import get
+from algorithms.plan import PlanError
+from bench.model import schedule
+from layouts import generate_block, to_memory
+
+P = MPI.COMM_WORLD.Get_size()
+SHAPES = [(12, 18, 24), (13, 7, 11), (5, 17, 3), (1, 1, 1)]
+NAMES = ["summa_a", "summa_b"]
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("panel", [None, 1, 3])
+def test_every_grid_panel_and_overlap(name, shape, panel):
+    algorithm = get(name)
+    for grid in algorithm.grids(P):
+        for overlap in (True, False):
+            plan = algorithm.plan(shape, P, grid=grid, panel=panel, overlap=overlap)
+            r = run_and_verify(algorithm, plan, np.float64)
+            assert r["verified"], (grid, r)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("name", NAMES)
+def test_chunks_large_enough_to_poll_messages_during_their_gemms(name):
+    """Chunks of 600 rows (summa_b) / columns (summa_a): the GEMM runs in row chunks, polling
+    the next chunk's broadcast between them."""
+    algorithm = get(name)
+    shape = (600 * P, 40, 70) if name == "summa_b" else (70, 40, 600 * P)
+    for grid in algorithm.grids(P):
+        plan = algorithm.plan(shape, P, grid=grid, panel=600 // grid[0 if name == "summa_b" else 1])
+        r = run_and_verify(algorithm, plan, np.float32)
+        assert r["verified"], (grid, r)
+
+
+def test_stationary_a_holds_b_as_its_layout_says():
+    """summa_a's prepare transposes B's chunks by a NumPy copy; the layout's memory strides
+    say where each element goes, and the two agree."""
+    algorithm = get("summa_a")
+    plan = algorithm.plan((9, 14, 23), 6, grid=(2, 3), panel=2)
+    for coords in ({"x": 0, "y": 0}, {"x": 1, "y": 2}):
+        a = generate_block(plan.A, coords, 1, np.float64)
+        b = generate_block(plan.B, coords, 2, np.float64)
+        chunks, a_t = algorithm.prepare(plan, a, b, coords)
+        assert np.array_equal(chunks.reshape(-1), to_memory(plan.B, b))
+        assert np.shares_memory(a_t, a)
+
+
+def test_stationary_b_copies_nothing():
+    algorithm = get("summa_b")
+    plan = algorithm.plan((23, 14, 9), 6, grid=(3, 2), panel=2)
+    a = generate_block(plan.A, {"x": 1, "y": 1}, 1, np.float64)
+    b = generate_block(plan.B, {"x": 1, "y": 1}, 2, np.float64)
+    chunks, b_kept = algorithm.prepare(plan, a, b, {"x": 1, "y": 1})
+    assert np.shares_memory(chunks, a) and b_kept is b
+
+
+def _key(event, axes: dict) -> tuple:
+    return (
+        event.kind,
+        event.nbytes,
+        event.sent,
+        tuple(axes.get(a, a) for a in event.axes),
+        event.shape,
+    )
+
+
+@pytest.mark.parametrize("grid", [(2, 3), (3, 2), (1, 6), (6, 1)])
+def test_a_stationary_is_b_stationary_on_the_transposed_product(grid):
+    """summa_a on M x K x N over p x q issues what summa_b does on N x K x M over q x p, with
+    its axes swapped: the same messages and GEMMs, rank for rank."""
+    a_plan = get("summa_a").plan((10, 31, 45), 6, grid=grid, panel=2)
+    b_plan = get("summa_b").plan((45, 31, 10), 6, grid=grid[::-1], panel=2)
+    swap = {"x": "y", "y": "x"}
+    for x in range(grid[0]):
+        for y in range(grid[1]):
+            rank_a, rank_b = x * grid[1] + y, y * grid[0] + x
+            ea = schedule(get("summa_a"), a_plan, rank_a, "float64")
+            eb = schedule(get("summa_b"), b_plan, rank_b, "float64")
+            assert Counter(_key(e, {}) for e in ea) == Counter(_key(e, swap) for e in eb)
+
+
+def test_a_wide_panel_is_cut_to_the_share_and_a_bad_one_refused():
+    for name in NAMES:
+        algorithm = get(name)
+        assert algorithm.plan((64, 8, 64), 4, grid=(2, 2), panel=10**6).params == {
+            "panel": 16,
+            "chunks": 2,
+        }
+        with pytest.raises(PlanError, match="panel width must be a positive integer"):
+            algorithm.plan((64, 8, 64), 4, panel=0)
