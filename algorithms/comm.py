@@ -98,6 +98,13 @@ class Comm:
             out += x
         return out
 
+    def copy(self, out: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """``out[...] = x``, a local copy between operations, recorded (the model prices it)."""
+        self._record(kind="copy", nbytes=x.nbytes)
+        if self.compute:
+            out[...] = x
+        return out
+
     def reset(self) -> None:
         self.events = []
         self.step = None
@@ -268,9 +275,6 @@ class Comm:
         pending.hold = self._hold(ev, started)
         return pending
 
-    def bcast(self, buf: np.ndarray, root: int, axes) -> np.ndarray:
-        return self.ibcast(buf, root, axes, blocking=True).result
-
     def allgather(self, buf: np.ndarray, axes, dim: int = 0) -> np.ndarray:
         """Concatenate every rank's ``buf`` along ``dim`` (in sub-communicator rank order)."""
         axes, g = self._group(axes)
@@ -320,13 +324,8 @@ class Comm:
             shape = list(buf.shape)
             shape[dim] //= g
             return self.zeros(shape, buf.dtype) if out is None else out
-        pieces = np.ascontiguousarray(
-            np.moveaxis(
-                buf.reshape(buf.shape[:dim] + (g, buf.shape[dim] // g) + buf.shape[dim + 1 :]),
-                dim,
-                0,
-            )
-        )
+        split = buf.shape[:dim] + (g, buf.shape[dim] // g) + buf.shape[dim + 1 :]
+        pieces = np.ascontiguousarray(np.moveaxis(buf.reshape(split), dim, 0))
         out = np.empty(pieces.shape[1:], dtype=buf.dtype) if out is None else out
         from mpi4py import MPI
 

@@ -4,10 +4,10 @@ the loop both share. 2D SUMMA (algorithms/summa.py) is "stationary C": A and B m
 Stationary B (algorithms/summa_b.py) keeps B in place and cuts M into chunks. Each chunk of A
 rows is broadcast along the mesh rows from the column that owns it, every rank multiplies it by
 its B block, and the partial products, one per K block, are summed and scattered along the mesh
-columns by a reduce-scatter: each rank keeps its piece of that chunk of C. Stationary A is the
-same loop on the transposed product C^T = B^T A^T (algorithms/summa_a.py): B's chunks move,
-A stays, and C's pieces are reduce-scattered. Elemental picks B stationary where m <= n and
-2m <= k, A where n <= m and 2n <= k: there C is the smallest matrix and moves instead of A or B.
+columns by a reduce-scatter: each rank keeps its piece of that chunk of C. Stationary A
+(algorithms/summa_a.py) is its mirror: B's column chunks move, A stays, and C's column pieces
+are reduce-scattered. Elemental picks B stationary where m <= n and 2m <= k, A where n <= m and
+2n <= k: there C is the smallest matrix and moves instead of A or B.
 """
 
 from __future__ import annotations
@@ -31,22 +31,35 @@ PIECE = Option(
 )
 
 
-def stationary_loop(comm, moving, fixed, c, *, overlap: bool, bcast_axis: str, reduce_axis: str):
+def stationary_loop(
+    comm, moving, fixed, c, *, overlap: bool, bcast_axis: str, reduce_axis: str, side: str
+):
     """For every chunk g of the moving matrix: broadcast it from its owner along
-    ``bcast_axis``, T = chunk @ fixed, and reduce-scatter T's rows along ``reduce_axis``: this
-    rank's piece of T is rows g*b .. (g+1)*b of ``c``. Returns ``c``.
+    ``bcast_axis``, multiply it by the stationary block (B stationary, ``side="b"``: T = chunk @
+    B, A stationary, ``side="a"``: T = A @ chunk) and reduce-scatter T along ``reduce_axis``:
+    this rank's piece of it is rows (B) or columns (A) g*b .. (g+1)*b of ``c``. Returns ``c``.
 
-    ``moving`` holds this rank's chunks (per_owner, h, k), chunks per_owner*j .. of the rank at
+    ``moving`` holds this rank's chunks (per_owner, ...), chunks per_owner*j .. of the rank at
     coordinate j along ``bcast_axis``. With overlap, chunk g+1's broadcast is in flight during
-    chunk g's GEMM and reduce-scatter."""
+    chunk g's GEMM and reduce-scatter. A's pieces are C's columns: the reduce-scatter packs T's
+    column pieces and each piece is copied into place (both recorded, so priced).
+
+    The reduce-scatter blocks. MPI moves a posted one only inside its calls, and a GEMM polls
+    only from 512 rows up (algorithms/local_gemm.py). Posted and waited a step later it took
+    0.69 and 0.85 of the blocking one's lap at 16 ranks on 2 cores, 1.0-1.07 at 2 and 4
+    (scripts/reduce_scatter_steps.py); the model would price it hidden at 2 and 4."""
     per_owner = moving.shape[0]
     chunks = per_owner * comm.mesh.sizes[bcast_axis]
-    piece = c.shape[0] // chunks
+    dim = 0 if side == "b" else 1
+    piece = c.shape[dim] // chunks
     me = comm.mesh.coords[bcast_axis]
     bufs = (comm.scratch("stationary.0", moving[0]), comm.scratch("stationary.1", moving[0]))
     reduced = comm.mesh.sizes[reduce_axis] > 1  # else T is this rank's piece: no reduce-scatter
-    t_shape = (moving.shape[1], c.shape[1])
-    t = comm.scratch("stationary.t", placeholder(t_shape, c.dtype)) if reduced else None
+    rows, cols = (
+        (moving.shape[1], fixed.shape[1]) if dim == 0 else (fixed.shape[0], moving.shape[2])
+    )
+    t = comm.scratch("stationary.t", placeholder((rows, cols), c.dtype)) if reduced else None
+    mine = comm.scratch("stationary.piece", placeholder((rows, piece), c.dtype)) if dim else None
 
     def fetch(g):
         comm.step = g
@@ -59,24 +72,27 @@ def stationary_loop(comm, moving, fixed, c, *, overlap: bool, bcast_axis: str, r
         chunk = pending.wait()
         pending = fetch(g + 1) if g + 1 < chunks else None
         comm.step = g
-        rows = c[g * piece : (g + 1) * piece]
+        part = c[g * piece : (g + 1) * piece] if dim == 0 else c[:, g * piece : (g + 1) * piece]
+        left, right = (chunk, fixed) if dim == 0 else (fixed, chunk)
         progress = (pending,) if pending is not None else ()
-        comm.gemm(chunk, fixed, t if reduced else rows, accumulate=False, progress=progress)
-        if reduced:
-            comm.reduce_scatter(t, reduce_axis, dim=0, out=rows)
+        comm.gemm(left, right, t if reduced else part, accumulate=False, progress=progress)
+        if reduced and dim == 0:
+            comm.reduce_scatter(t, reduce_axis, dim=0, out=part)
+        elif reduced:
+            comm.copy(part, comm.reduce_scatter(t, reduce_axis, dim=1, out=mine))
     return c
 
 
-def promised_of(plan: Plan, itemsize: int, moving, fixed_cols: int, bcast: str, reduce: str):
-    """What every rank of :func:`stationary_loop` issues besides GEMMs: each chunk's
-    broadcast (``moving``: its rows and columns) and reduce-scatter (where more than one rank)."""
+def promised_of(plan: Plan, itemsize: int, chunk: int, product: int, bcast: str, reduce: str):
+    """What every rank of :func:`stationary_loop` issues besides GEMMs and copies: each chunk's
+    broadcast (``chunk`` elements) and the reduce-scatter of its product (``product``), where
+    more than one rank takes part."""
     sizes, chunks, blocking = plan.mesh.sizes, plan.params["chunks"], not plan.overlap
-    rows, cols = moving
     out = []
     if sizes[bcast] > 1:
-        out.append(("bcast", rows * cols * itemsize, sizes[bcast], chunks, blocking))
+        out.append(("bcast", chunk * itemsize, sizes[bcast], chunks, blocking))
     if sizes[reduce] > 1:
-        out.append(("reduce_scatter", rows * fixed_cols * itemsize, sizes[reduce], chunks, True))
+        out.append(("reduce_scatter", product * itemsize, sizes[reduce], chunks, True))
     return tuple(out)
 
 

@@ -1,13 +1,11 @@
-"""SUMMA with A stationary on any p x q mesh (axes x = mesh row, y = mesh column): B stationary's
-loop (algorithms/stationary.py) on the transposed product C^T = B^T A^T. A is 2D-blocked and
-never moves; N is cut into chunks of B's columns, broadcast along the columns (axis x) from the
-mesh row that holds them, and each chunk's product is reduce-scattered along the rows (axis y),
-each rank keeping ``panel`` columns of it.
+"""SUMMA with A stationary on any p x q mesh (axes x = mesh row, y = mesh column): see
+algorithms/stationary.py. A is 2D-blocked and never moves; N is cut into chunks of B's columns,
+broadcast along the columns (axis x) from the mesh row that holds them, and each chunk's product
+is reduce-scattered along the rows (axis y), each rank keeping ``panel`` columns of it.
 
-B is held chunk by chunk, each chunk transposed (its layout's memory strides say so), so a
-chunk is one contiguous buffer and the GEMM reads it as B^T; C is held transposed, so each
-reduce-scatter writes its piece in place. A is read as A^T, a view. The loop's GEMMs are
-(q*panel, k, m): C^T's rows.
+B is held chunk-major (its layout's memory strides say so), so every chunk is one contiguous
+buffer; with one chunk per mesh row (the default) that is the block as generated. The
+reduce-scatter packs the product's column pieces, and each rank copies its piece into place.
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ import sys
 
 import numpy as np
 
+from layouts import to_memory
 from layouts.builder import build, dev, mem
 from topology import AbstractMesh
 
@@ -23,15 +22,14 @@ from .plan import Plan, ceil_to, check_grid, check_shape
 from .spec import GRID, Algorithm
 from .stationary import PIECE, grids, promised_of, stated_cost, stationary_loop
 from .summa import panel_width
-from .symbolic import is_placeholder, placeholder
+from .symbolic import is_placeholder, placeholder, reshaped
 
 NAME = "summa_a"
 
 
 def plan(shape, P: int, *, grid=None, panel: int | None = None, overlap: bool = True) -> Plan:
     """A: 2D blocks; B: K over y, N in chunks of w = q*panel columns, each mesh row holding a
-    run of them, each chunk stored transposed; C: M over x, each chunk's columns split panel by
-    panel over y, stored transposed."""
+    run of them, chunk-major; C: M over x, each chunk's columns split panel by panel over y."""
     M, K, N = check_shape(shape, NAME)
     p, q = check_grid(NAME, P, grid, grids, "a p x q grid")
     b = panel_width(NAME, panel, -(-N // P))
@@ -45,9 +43,9 @@ def plan(shape, P: int, *, grid=None, panel: int | None = None, overlap: bool = 
         AbstractMesh((("x", p), ("y", q))),
         A=build((M, K), [[dev("x", p), mem(m)], [dev("y", q), mem(k)]]),
         B=build(
-            (K, N), [[dev("y", q), mem(k, 1)], [dev("x", p), mem(per_owner, w * k), mem(w, k)]]
+            (K, N), [[dev("y", q), mem(k, w)], [dev("x", p), mem(per_owner, k * w), mem(w, 1)]]
         ),
-        C=build((M, N), [[dev("x", p), mem(m, 1)], [mem(chunks, b * m), dev("y", q), mem(b, m)]]),
+        C=build((M, N), [[dev("x", p), mem(m)], [mem(chunks), dev("y", q), mem(b)]]),
         params={"panel": b, "chunks": chunks},
         overlap=overlap,
     )
@@ -58,30 +56,40 @@ def _chunk_cols(plan: Plan) -> int:
 
 
 def prepare(plan: Plan, a: np.ndarray, b: np.ndarray, coords):
-    """B's chunks as laid out, (per owner, w, k): one transposing copy."""
-    k, w = b.shape[0], _chunk_cols(plan)
-    if is_placeholder(b):
-        return placeholder((b.shape[1] // w, w, k), b.dtype), a.T
-    return np.ascontiguousarray(b.reshape(k, -1, w).transpose(1, 2, 0)), a.T
+    w = _chunk_cols(plan)
+    if b.shape[1] == w:  # one chunk: chunk-major is the block as it is, no copy
+        b_memory = b
+    elif is_placeholder(b):  # symbolic: the same shapes, nothing laid out
+        b_memory = placeholder((plan.B.local_size,), b.dtype)
+    else:
+        b_memory = to_memory(plan.B, b)
+    return a, reshaped(b_memory, (-1, b.shape[0], w))
 
 
 def multiply(plan: Plan, comm, state) -> np.ndarray:
-    b_chunks, a_t = state
-    c_t = comm.empty((plan.params["chunks"] * plan.params["panel"], a_t.shape[1]), a_t.dtype)
-    loop = stationary_loop(
-        comm, b_chunks, a_t, c_t, overlap=plan.overlap, bcast_axis="x", reduce_axis="y"
+    a, b_chunks = state
+    c = comm.empty((a.shape[0], plan.params["chunks"] * plan.params["panel"]), a.dtype)
+    return stationary_loop(
+        comm, b_chunks, a, c, overlap=plan.overlap, bcast_axis="x", reduce_axis="y", side="a"
     )
-    return loop.T
 
 
 def gemms(plan: Plan) -> tuple[tuple[int, int, int], ...]:
-    m, k = plan.A.block_shape
-    return ((_chunk_cols(plan), k, m),)
+    return ((*plan.A.block_shape, _chunk_cols(plan)),)
 
 
 def promised(plan: Plan, itemsize: int):
-    m, k = plan.A.block_shape
-    return promised_of(plan, itemsize, (_chunk_cols(plan), k), m, "x", "y")
+    """The loop's broadcasts and reduce-scatters, and where C's pieces are columns (more than
+    one rank along y) the packing of each product and the copy of each piece into place."""
+    (m, k), w, chunks = plan.A.block_shape, _chunk_cols(plan), plan.params["chunks"]
+    out = promised_of(plan, itemsize, k * w, m * w, "x", "y")
+    if plan.mesh.sizes["y"] > 1:
+        b = plan.params["panel"]
+        out += (
+            ("copy", m * w * itemsize, 1, chunks, True),
+            ("copy", m * b * itemsize, 1, chunks, True),
+        )
+    return out
 
 
 ALGORITHM = Algorithm(

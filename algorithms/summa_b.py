@@ -58,7 +58,7 @@ def multiply(plan: Plan, comm, state) -> np.ndarray:
     a_chunks, b = state
     c = comm.empty((plan.params["chunks"] * plan.params["panel"], b.shape[1]), b.dtype)
     return stationary_loop(
-        comm, a_chunks, b, c, overlap=plan.overlap, bcast_axis="y", reduce_axis="x"
+        comm, a_chunks, b, c, overlap=plan.overlap, bcast_axis="y", reduce_axis="x", side="b"
     )
 
 
@@ -68,7 +68,8 @@ def gemms(plan: Plan) -> tuple[tuple[int, int, int], ...]:
 
 def promised(plan: Plan, itemsize: int):
     k, n = plan.B.block_shape
-    return promised_of(plan, itemsize, (_chunk_rows(plan), k), n, "y", "x")
+    h = _chunk_rows(plan)
+    return promised_of(plan, itemsize, h * k, h * n, "y", "x")
 
 
 ALGORITHM = Algorithm(

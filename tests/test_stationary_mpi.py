@@ -47,17 +47,22 @@ def test_chunks_large_enough_to_poll_messages_during_their_gemms(name):
         assert r["verified"], (grid, r)
 
 
-def test_stationary_a_holds_b_as_its_layout_says():
-    """summa_a's prepare transposes B's chunks by a NumPy copy; the layout's memory strides
-    say where each element goes, and the two agree."""
+def test_stationary_a_holds_b_chunk_by_chunk():
+    """summa_a's chunks are B's column chunks, each contiguous; one chunk a mesh row is the
+    block as generated (no copy)."""
     algorithm = get("summa_a")
-    plan = algorithm.plan((9, 14, 23), 6, grid=(2, 3), panel=2)
-    for coords in ({"x": 0, "y": 0}, {"x": 1, "y": 2}):
-        a = generate_block(plan.A, coords, 1, np.float64)
-        b = generate_block(plan.B, coords, 2, np.float64)
-        chunks, a_t = algorithm.prepare(plan, a, b, coords)
-        assert np.array_equal(chunks.reshape(-1), to_memory(plan.B, b))
-        assert np.shares_memory(a_t, a)
+    for panel, copied in ((2, True), (None, False)):
+        plan = algorithm.plan((9, 14, 23), 6, grid=(2, 3), panel=panel)
+        w = 3 * plan.params["panel"]
+        for coords in ({"x": 0, "y": 0}, {"x": 1, "y": 2}):
+            a = generate_block(plan.A, coords, 1, np.float64)
+            b = generate_block(plan.B, coords, 2, np.float64)
+            a_kept, chunks = algorithm.prepare(plan, a, b, coords)
+            assert a_kept is a and np.shares_memory(chunks, b) != copied
+            for i, chunk in enumerate(chunks):
+                assert chunk.flags.c_contiguous
+                assert np.array_equal(chunk, b[:, i * w : (i + 1) * w])
+            assert np.array_equal(chunks.reshape(-1), to_memory(plan.B, b))
 
 
 def test_stationary_b_copies_nothing():
@@ -69,29 +74,25 @@ def test_stationary_b_copies_nothing():
     assert np.shares_memory(chunks, a) and b_kept is b
 
 
-def _key(event, axes: dict) -> tuple:
-    return (
-        event.kind,
-        event.nbytes,
-        event.sent,
-        tuple(axes.get(a, a) for a in event.axes),
-        event.shape,
+def _messages(name, plan, rank, axes: dict) -> Counter:
+    return Counter(
+        (e.kind, e.nbytes, e.sent, tuple(axes.get(a, a) for a in e.axes), e.flops)
+        for e in schedule(get(name), plan, rank, "float64")
+        if e.kind not in ("copy", "wait")
     )
 
 
 @pytest.mark.parametrize("grid", [(2, 3), (3, 2), (1, 6), (6, 1)])
-def test_a_stationary_is_b_stationary_on_the_transposed_product(grid):
-    """summa_a on M x K x N over p x q issues what summa_b does on N x K x M over q x p, with
-    its axes swapped: the same messages and GEMMs, rank for rank."""
+def test_a_stationary_mirrors_b_stationary_on_the_transposed_product(grid):
+    """summa_a on M x K x N over p x q sends what summa_b does on N x K x M over q x p, with
+    its axes swapped, and does as many flops, rank for rank (summa_a copies C's pieces into
+    place besides)."""
     a_plan = get("summa_a").plan((10, 31, 45), 6, grid=grid, panel=2)
     b_plan = get("summa_b").plan((45, 31, 10), 6, grid=grid[::-1], panel=2)
-    swap = {"x": "y", "y": "x"}
     for x in range(grid[0]):
         for y in range(grid[1]):
-            rank_a, rank_b = x * grid[1] + y, y * grid[0] + x
-            ea = schedule(get("summa_a"), a_plan, rank_a, "float64")
-            eb = schedule(get("summa_b"), b_plan, rank_b, "float64")
-            assert Counter(_key(e, {}) for e in ea) == Counter(_key(e, swap) for e in eb)
+            ours = _messages("summa_a", a_plan, x * grid[1] + y, {})
+            assert ours == _messages("summa_b", b_plan, y * grid[0] + x, {"x": "y", "y": "x"})
 
 
 def test_a_wide_panel_is_cut_to_the_share_and_a_bad_one_refused():
