@@ -59,7 +59,10 @@ def stationary_loop(
         (moving.shape[1], fixed.shape[1]) if dim == 0 else (fixed.shape[0], moving.shape[2])
     )
     t = comm.scratch("stationary.t", placeholder((rows, cols), c.dtype)) if reduced else None
-    mine = comm.scratch("stationary.piece", placeholder((rows, piece), c.dtype)) if dim else None
+    strided = dim == 1 and chunks > 1  # C's pieces are columns of c: received, then copied in
+    mine = (
+        comm.scratch("stationary.piece", placeholder((rows, piece), c.dtype)) if strided else None
+    )
 
     def fetch(g):
         comm.step = g
@@ -76,8 +79,8 @@ def stationary_loop(
         left, right = (chunk, fixed) if dim == 0 else (fixed, chunk)
         progress = (pending,) if pending is not None else ()
         comm.gemm(left, right, t if reduced else part, accumulate=False, progress=progress)
-        if reduced and dim == 0:
-            comm.reduce_scatter(t, reduce_axis, dim=0, out=part)
+        if reduced and not strided:
+            comm.reduce_scatter(t, reduce_axis, dim=dim, out=part)
         elif reduced:
             comm.copy(part, comm.reduce_scatter(t, reduce_axis, dim=1, out=mine))
     return c

@@ -5,7 +5,8 @@ is reduce-scattered along the rows (axis y), each rank keeping ``panel`` columns
 
 B is held chunk-major (its layout's memory strides say so), so every chunk is one contiguous
 buffer; with one chunk per mesh row (the default) that is the block as generated. The
-reduce-scatter packs the product's column pieces, and each rank copies its piece into place.
+reduce-scatter packs the product's column pieces, and each rank copies its piece into place
+(with one chunk, N split over y alone, the piece is C's block and lands there).
 """
 
 from __future__ import annotations
@@ -80,15 +81,14 @@ def gemms(plan: Plan) -> tuple[tuple[int, int, int], ...]:
 
 def promised(plan: Plan, itemsize: int):
     """The loop's broadcasts and reduce-scatters, and where C's pieces are columns (more than
-    one rank along y) the packing of each product and the copy of each piece into place."""
+    one rank along y) the packing of each product and, with more than one chunk, the copy of
+    each piece into place."""
     (m, k), w, chunks = plan.A.block_shape, _chunk_cols(plan), plan.params["chunks"]
     out = promised_of(plan, itemsize, k * w, m * w, "x", "y")
     if plan.mesh.sizes["y"] > 1:
-        b = plan.params["panel"]
-        out += (
-            ("copy", m * w * itemsize, 1, chunks, True),
-            ("copy", m * b * itemsize, 1, chunks, True),
-        )
+        out += (("copy", m * w * itemsize, 1, chunks, True),)
+        if chunks > 1:
+            out += (("copy", m * plan.params["panel"] * itemsize, 1, chunks, True),)
     return out
 
 
