@@ -92,6 +92,15 @@ def promised(plan: Plan, itemsize: int):
     return out
 
 
+def t10_twin(grid: tuple[int, ...]) -> tuple[str, tuple[int, ...]] | None:
+    """Algorithm.same_as: on 1 x q (one chunk, nothing to broadcast) this is T10's F_op =
+    [1, q, 1], K over every rank and C's columns reduce-scattered, with the same layouts and
+    schedule (tests/test_stationary_mpi.py); the planner ranks that one (a narrower panel, more
+    reduce-scatters in turn, is then not ranked)."""
+    p, q = grid
+    return ("t10", (1, q, 1)) if p == 1 else None
+
+
 ALGORITHM = Algorithm(
     name=NAME,
     summary="SUMMA with A stationary on any p x q mesh (B chunks broadcast, C reduce-scattered)",
@@ -103,6 +112,7 @@ ALGORITHM = Algorithm(
     stated_cost=stated_cost,
     gemms=gemms,
     promised=promised,
+    same_as=t10_twin,
 )
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ world size admits, any shape, panel and overlap; serially, their layouts and sch
 Run under mpiexec with ``--only-mpi`` (any size); the tests without the mpi mark run serially.
 """
 
+import itertools
 from collections import Counter
 
 import numpy as np
@@ -15,6 +16,7 @@ from algorithms import get
 from algorithms.plan import PlanError
 from bench.model import schedule
 from layouts import generate_block, to_memory
+from layouts.blockmap import local_address, owner
 
 P = MPI.COMM_WORLD.Get_size()
 SHAPES = [(12, 18, 24), (13, 7, 11), (5, 17, 3), (1, 1, 1)]
@@ -104,3 +106,30 @@ def test_a_wide_panel_is_cut_to_the_share_and_a_bad_one_refused():
         }
         with pytest.raises(PlanError, match="panel width must be a positive integer"):
             algorithm.plan((64, 8, 64), 4, panel=0)
+
+
+@pytest.mark.parametrize("shape", [(100, 77, 53), (512, 8192, 512), (13, 7, 11)])
+@pytest.mark.parametrize("P", [3, 4, 6])
+def test_a_stationary_on_one_mesh_row_is_t10_k_split(shape, P):
+    """summa_a on 1 x P is T10's F_op [1, P, 1] (Algorithm.same_as): the same layouts (but for
+    the axis' name and memory factors of size 1) and the same schedule on every rank."""
+    ours, theirs = (
+        get("summa_a").plan(shape, P, grid=(1, P)),
+        get("t10").plan(shape, P, fop=(1, P, 1)),
+    )
+    assert get("summa_a").same_as((1, P)) == ("t10", (1, P, 1))
+    for name in "ABC":
+        mine, t10 = getattr(ours, name), getattr(theirs, name)
+        assert (mine.block_shape, mine.padded_shape) == (t10.block_shape, t10.padded_shape)
+        sample = ({*range(0, n, max(1, n // 40)), n - 1} for n in mine.logical_shape)
+        for index in itertools.product(*sample):
+            assert owner(mine, index) == {"y": owner(t10, index)["k"]}
+            assert local_address(mine, index) == local_address(t10, index)
+    for rank in range(P):
+        assert [
+            (e.kind, e.nbytes, e.shape, e.group)
+            for e in schedule(get("summa_a"), ours, rank, "float32")
+        ] == [
+            (e.kind, e.nbytes, e.shape, e.group)
+            for e in schedule(get("t10"), theirs, rank, "float32")
+        ]
