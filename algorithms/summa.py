@@ -80,15 +80,20 @@ def plan(shape, P: int, *, grid=None, panel: int | None = None, overlap: bool = 
     )
 
 
+def laid_out(layout, block: np.ndarray, one_panel: bool) -> np.ndarray:
+    """``block`` as ``layout`` lays it out panel-major: with ``one_panel`` the block as it is
+    (no copy), symbolic a placeholder of the same size (nothing laid out), else
+    :func:`layouts.to_memory`'s flat copy. Shared with summa_a, whose B is chunk-major."""
+    if one_panel:
+        return block
+    if is_placeholder(block):
+        return placeholder((layout.local_size,), block.dtype)
+    return to_memory(layout, block)
+
+
 def prepare(plan: Plan, a: np.ndarray, b: np.ndarray, coords):
     w = plan.params["panel"]
-    if a.shape[1] == w:  # one panel: panel-major is the block as it is, no copy
-        a_memory = a
-    elif is_placeholder(a):  # symbolic: the same shapes, nothing laid out
-        a_memory = placeholder((plan.A.local_size,), a.dtype)
-    else:
-        a_memory = to_memory(plan.A, a)
-    a_panels = reshaped(a_memory, (-1, a.shape[0], w))  # (panels, m, w), as laid out
+    a_panels = reshaped(laid_out(plan.A, a, a.shape[1] == w), (-1, a.shape[0], w))  # (panels, m, w)
     return a_panels, reshaped(b, (-1, w, b.shape[1]))  # B's row panels are contiguous already
 
 

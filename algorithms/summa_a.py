@@ -15,15 +15,14 @@ import sys
 
 import numpy as np
 
-from layouts import to_memory
 from layouts.builder import build, dev, mem
 from topology import AbstractMesh
 
 from .plan import Plan, ceil_to, check_grid, check_shape
 from .spec import GRID, Algorithm
 from .stationary import PIECE, grids, promised_of, stated_cost, stationary_loop
-from .summa import panel_width
-from .symbolic import is_placeholder, placeholder, reshaped
+from .summa import laid_out, panel_width
+from .symbolic import reshaped
 
 NAME = "summa_a"
 
@@ -57,14 +56,8 @@ def _chunk_cols(plan: Plan) -> int:
 
 
 def prepare(plan: Plan, a: np.ndarray, b: np.ndarray, coords):
-    w = _chunk_cols(plan)
-    if b.shape[1] == w:  # one chunk: chunk-major is the block as it is, no copy
-        b_memory = b
-    elif is_placeholder(b):  # symbolic: the same shapes, nothing laid out
-        b_memory = placeholder((plan.B.local_size,), b.dtype)
-    else:
-        b_memory = to_memory(plan.B, b)
-    return a, reshaped(b_memory, (-1, b.shape[0], w))
+    w = _chunk_cols(plan)  # one chunk a mesh row (the default): the block as generated
+    return a, reshaped(laid_out(plan.B, b, b.shape[1] == w), (-1, b.shape[0], w))
 
 
 def multiply(plan: Plan, comm, state) -> np.ndarray:
