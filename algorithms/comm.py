@@ -20,12 +20,13 @@ their levels; with emulated ``links`` (LinkModel.emulated) operations are held t
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Sequence
 
 import numpy as np
 
-from topology import Mesh, radix
+from topology import Mesh
 
 from .events import COMM_KINDS, Event, make_event
 from .levels import LinkClock, TreeLevels, hold_until
@@ -100,10 +101,15 @@ class Comm:
 
     def copy(self, out: np.ndarray, x: np.ndarray) -> np.ndarray:
         """``out[...] = x``, a local copy between operations, recorded (the model prices it)."""
-        self._record(kind="copy", nbytes=x.nbytes)
-        if self.compute:
-            out[...] = x
+        with self._copying(x.nbytes):
+            if self.compute:
+                out[...] = x
         return out
+
+    def _copying(self, nbytes: int):
+        """Record a local copy of ``nbytes`` and open its trace span (so a trace times it)."""
+        self._record(kind="copy", nbytes=nbytes)
+        return self.span("copy", bytes=nbytes)
 
     def reset(self) -> None:
         self.events = []
@@ -137,8 +143,7 @@ class Comm:
         return ev
 
     def _hold(self, ev: Event, started: float, disp: int = 0) -> float:
-        """Link emulation: the perf_counter time before which the operation may not complete
-        (0: no hold)."""
+        """Link emulation: the perf_counter time the operation may not complete before (or 0)."""
         return self.clock.hold(ev, started, disp) if self.clock is not None else 0.0
 
     def redistribute(self, block, transfer, comm, matrix: str = "", peers=None, reuse=False):
@@ -181,26 +186,21 @@ class Comm:
             args = {"lane": 1, "step": issued.step, "bytes": nbytes, "axes": axes}
             self.tracer.add(issued.kind, pending.issued, end, **args)
 
-    def _group(self, axes: Sequence[str]) -> tuple[tuple[str, ...], int]:
-        return self._group_of(axes)[:2]
-
     def _group_of(self, axes) -> tuple[tuple[str, ...], int, int]:
         """(axes, group size, this rank's rank in the group), computed once per axes."""
         key = axes if isinstance(axes, str) else tuple(axes)
         found = self._groups.get(key)
         if found is None:
             names = (key,) if isinstance(key, str) else key
-            g = 1
-            for a in names:
-                g *= self.mesh.sizes[a]
-            found = self._groups[key] = (names, g, _sub_rank(self.mesh, names))
+            g = math.prod(self.mesh.sizes[a] for a in names)
+            found = self._groups[key] = (names, g, self.mesh.sub_rank(names))
         return found
 
     # -- point to point ---------------------------------------------------------------------
     def _shift_event(self, buf: np.ndarray, axis: str, disp: int, overlapped: bool):
         """Record a ring shift of ``buf`` by ``disp`` along ``axis``; None when nothing moves
         (a ring of one, or a whole turn)."""
-        (axis,), g = self._group(axis)
+        (axis,), g, _ = self._group_of(axis)
         if g == 1 or disp % g == 0:
             return None
         return self._record(
@@ -277,7 +277,7 @@ class Comm:
 
     def allgather(self, buf: np.ndarray, axes, dim: int = 0) -> np.ndarray:
         """Concatenate every rank's ``buf`` along ``dim`` (in sub-communicator rank order)."""
-        axes, g = self._group(axes)
+        axes, g, _ = self._group_of(axes)
         if g == 1:
             return buf
         ev = self._record(
@@ -296,47 +296,56 @@ class Comm:
                 hold_until(self._hold(ev, started))
         if dim == 0:
             return reshaped(out, (g * buf.shape[0],) + buf.shape[1:])
-        self._record(kind="copy", nbytes=out.nbytes)  # concatenating along dim is a local copy
-        if not self.execute:
-            shape = list(buf.shape)
-            shape[dim] *= g
-            return self.zeros(shape, buf.dtype)
-        return np.concatenate(list(out), axis=dim)
+        with self._copying(out.nbytes):  # concatenating along dim is a local copy
+            if self.execute:
+                return np.concatenate(list(out), axis=dim)
+        shape = list(buf.shape)
+        shape[dim] *= g
+        return self.zeros(shape, buf.dtype)
 
     def reduce_scatter(self, buf: np.ndarray, axes, dim: int = 0, out=None) -> np.ndarray:
+        """Blocking :meth:`ireduce_scatter`: returns the array holding this rank's part."""
+        return self.ireduce_scatter(buf, axes, dim, out, blocking=True).result
+
+    def ireduce_scatter(self, buf, axes, dim: int = 0, out=None, blocking=False) -> Pending:
         """Sum ``buf`` over the group and leave rank r with the r-th of g equal parts along
-        ``dim`` (``buf.shape[dim]`` must divide by g), in ``out`` if given (contiguous)."""
-        axes, g = self._group(axes)
+        ``dim`` (``buf.shape[dim]`` must divide by g), in ``out`` if given (contiguous). Posted
+        unless ``blocking``: then ``buf`` (along dim 0) and ``out`` are MPI's until the wait."""
+        axes, g, _ = self._group_of(axes)
         if g == 1:
-            return buf
-        part = buf.nbytes // g
+            return Pending(result=buf)
+        split = buf.shape[:dim] + (g, buf.shape[dim] // g) + buf.shape[dim + 1 :]
+        pieces = None  # g parts along dim, contiguous one after another: packed if dim != 0
+        with self._copying(buf.nbytes) if dim else contextlib.nullcontext():
+            if self.execute:
+                pieces = np.ascontiguousarray(np.moveaxis(buf.reshape(split), dim, 0))
         ev = self._record(
             kind="reduce_scatter",
             axes=axes,
             group=g,
             nbytes=buf.nbytes,
-            sent=part * (g - 1),
+            sent=buf.nbytes // g * (g - 1),
             messages=g - 1,
+            overlapped=not blocking,
         )
-        if dim != 0:
-            self._record(kind="copy", nbytes=buf.nbytes)  # packing the pieces contiguously
         if not self.execute:
-            shape = list(buf.shape)
-            shape[dim] //= g
-            return self.zeros(shape, buf.dtype) if out is None else out
-        split = buf.shape[:dim] + (g, buf.shape[dim] // g) + buf.shape[dim + 1 :]
-        pieces = np.ascontiguousarray(np.moveaxis(buf.reshape(split), dim, 0))
+            out = self.zeros(split[:dim] + split[dim + 1 :], buf.dtype) if out is None else out
+            return Pending(result=out) if blocking else self._pending([], out)
         out = np.empty(pieces.shape[1:], dtype=buf.dtype) if out is None else out
         from mpi4py import MPI
 
-        with self.span("reduce_scatter", axes=",".join(axes), bytes=buf.nbytes):
-            started = time.perf_counter()
-            self.mesh.sub(*axes).Reduce_scatter_block(pieces, out, op=MPI.SUM)
-            hold_until(self._hold(ev, started))
-        return out
+        sub, started = self.mesh.sub(*axes), time.perf_counter()
+        if blocking:
+            with self.span("reduce_scatter", axes=",".join(axes), bytes=buf.nbytes):
+                sub.Reduce_scatter_block(pieces, out, op=MPI.SUM)
+                hold_until(self._hold(ev, started))
+            return Pending(result=out)
+        pending = self._pending([sub.Ireduce_scatter_block(pieces, out, op=MPI.SUM)], out)
+        pending.hold, pending.keep = self._hold(ev, started), pieces
+        return pending
 
     def allreduce(self, buf: np.ndarray, axes) -> np.ndarray:
-        axes, g = self._group(axes)
+        axes, g, _ = self._group_of(axes)
         if g == 1:
             return buf
         ev = self._record(
@@ -380,19 +389,12 @@ class Comm:
                 polled_gemm(a, b, c, accumulate, tmp, reqs)
             return c
         marks = polled_gemm(a, b, c, accumulate, tmp, reqs, clock=self.tracer.now)
-        if not marks:  # one call: no polls
-            return c
         # traced: each chunk a gemm span, each poll a span of what it progressed (with CMA the
         # bytes move inside the poll), so a trace's phases set message time against its price
         kinds = {self.events[p.event].kind for p in progress if p.event is not None}
         polled = kinds.pop() if len(kinds) == 1 else "progress"
         for i in range(0, len(marks) - 1, 2):
             self.tracer.add("gemm", marks[i], marks[i + 1], step=self.step, m=m, k=k, n=n)
-            self.tracer.add(polled, marks[i + 1], marks[i + 2], step=self.step, poll=True)
+            if i + 2 < len(marks):  # (none after a GEMM in one call)
+                self.tracer.add(polled, marks[i + 1], marks[i + 2], step=self.step, poll=True)
         return c
-
-
-def _sub_rank(mesh: Mesh, axes: tuple[str, ...]) -> int:
-    """This rank's rank inside the sub-communicator of ``axes`` (row-major over those axes)."""
-    names = [a for a in mesh.names if a in axes]
-    return radix.number((mesh.coords[a] for a in names), [mesh.sizes[a] for a in names])

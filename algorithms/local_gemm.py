@@ -35,11 +35,13 @@ def polled_gemm(a, b, c, accumulate: bool, tmp, requests: list, clock=None) -> l
     ``requests`` between chunks (one call where there are none or the block is too thin).
 
     With ``clock`` (a callable giving the time), the times that split the call: its start, then
-    after each chunk the end of that chunk and the end of the poll after it ([] without)."""
+    after each chunk the end of that chunk and the end of the poll after it (in one call: its
+    start and end; [] without)."""
     chunks = min(CHUNKS, a.shape[0] // CHUNK_ROWS)
     if not requests or chunks < 2:
+        start = clock() if clock is not None else None
         gemm_rows(a, b, c, accumulate, tmp)
-        return []
+        return [start, clock()] if clock is not None else []
     from mpi4py import MPI
 
     marks = [clock()] if clock is not None else None

@@ -18,6 +18,7 @@ class Pending:
     event: int | None = None  # index of the issuing event in comm.events
     issued: float = 0.0  # trace time of issue
     hold: float = 0.0  # link emulation: the op may not complete before this perf_counter time
+    keep: object = None  # a buffer MPI reads until the wait (a packed send buffer)
 
     def wait(self):
         comm, self.comm = self.comm, None
@@ -29,7 +30,7 @@ class Pending:
             self.result = self.finish()
             self.finish = None
         hold_until(self.hold)
-        self.hold = 0.0
+        self.hold, self.keep = 0.0, None
         if comm is not None:
             comm._waited(self, start)
         return self.result

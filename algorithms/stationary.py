@@ -40,14 +40,15 @@ def stationary_loop(
     this rank's piece of it is rows (B) or columns (A) g*b .. (g+1)*b of ``c``. Returns ``c``.
 
     ``moving`` holds this rank's chunks (per_owner, ...), chunks per_owner*j .. of the rank at
-    coordinate j along ``bcast_axis``. With overlap, chunk g+1's broadcast is in flight during
-    chunk g's GEMM and reduce-scatter. A's pieces are C's columns: the reduce-scatter packs T's
+    coordinate j along ``bcast_axis``. A's pieces are C's columns: the reduce-scatter packs T's
     column pieces and each piece is copied into place (both recorded, so priced).
 
-    The reduce-scatter blocks. MPI moves a posted one only inside its calls, and a GEMM polls
-    only from 512 rows up (algorithms/local_gemm.py). Posted and waited a step later it took
-    0.69 and 0.85 of the blocking one's lap at 16 ranks on 2 cores, 1.0-1.07 at 2 and 4
-    (scripts/reduce_scatter_steps.py); the model would price it hidden at 2 and 4."""
+    With overlap, chunk g+1's broadcast is in flight during chunk g's GEMM, and chunk g's
+    reduce-scatter is posted after it and waited before chunk g+2's GEMM, which needs its
+    buffers: so it is in flight during chunk g+1's GEMM, which polls it (from 512 rows,
+    algorithms/local_gemm.py). The last chunk's blocks: no GEMM follows it. Blocking, every
+    reduce-scatter made a lap 1.18-1.45 times as long at 16 ranks on 2 cores, the same at 2
+    and 4 (scripts/reduce_scatter_steps.py)."""
     per_owner = moving.shape[0]
     chunks = per_owner * comm.mesh.sizes[bcast_axis]
     dim = 0 if side == "b" else 1
@@ -58,10 +59,15 @@ def stationary_loop(
     rows, cols = (
         (moving.shape[1], fixed.shape[1]) if dim == 0 else (fixed.shape[0], moving.shape[2])
     )
-    t = comm.scratch("stationary.t", placeholder((rows, cols), c.dtype)) if reduced else None
     strided = dim == 1 and chunks > 1  # C's pieces are columns of c: received, then copied in
-    mine = (
-        comm.scratch("stationary.piece", placeholder((rows, piece), c.dtype)) if strided else None
+    pair = (0, 1) if overlap else (0,)  # with overlap two chunks' reduce-scatters are in flight
+
+    def scratch(name, shape, needed):
+        return [comm.scratch(f"{name}{i}", placeholder(shape, c.dtype)) for i in pair if needed]
+
+    ts, mine = (
+        scratch("stationary.t", (rows, cols), reduced),
+        scratch("stationary.p", (rows, piece), strided),
     )
 
     def fetch(g):
@@ -70,19 +76,33 @@ def stationary_loop(
         buf = moving[i] if me == owner else bufs[g % 2]
         return comm.ibcast(buf, owner, bcast_axis, blocking=not overlap)
 
-    pending = fetch(0)
+    def place(summed, part) -> None:  # a chunk's reduce-scatter done: its piece in c
+        got = summed.wait()
+        if strided:
+            comm.copy(part, got)
+
+    pending, summing = fetch(0), []  # summing: (reduce-scatter, c's part) in flight
     for g in range(chunks):
         chunk = pending.wait()
         pending = fetch(g + 1) if g + 1 < chunks else None
         comm.step = g
+        if len(summing) == 2:  # chunk g-2's buffers are chunk g's
+            place(*summing.pop(0))
         part = c[g * piece : (g + 1) * piece] if dim == 0 else c[:, g * piece : (g + 1) * piece]
         left, right = (chunk, fixed) if dim == 0 else (fixed, chunk)
-        progress = (pending,) if pending is not None else ()
-        comm.gemm(left, right, t if reduced else part, accumulate=False, progress=progress)
-        if reduced and not strided:
-            comm.reduce_scatter(t, reduce_axis, dim=dim, out=part)
-        elif reduced:
-            comm.copy(part, comm.reduce_scatter(t, reduce_axis, dim=1, out=mine))
+        progress = [p for p in (pending, *(s for s, _ in summing)) if p is not None]
+        t = ts[g % len(pair)] if reduced else part
+        comm.gemm(left, right, t, accumulate=False, progress=progress)
+        if reduced:
+            out = mine[g % len(pair)] if strided else part
+            posted = overlap and g + 1 < chunks  # (the last one has no GEMM to hide behind)
+            summed = comm.ireduce_scatter(t, reduce_axis, dim=dim, out=out, blocking=not posted)
+            summing.append((summed, part))
+            if not posted:
+                place(*summing.pop())
+    for summed, part in summing:
+        comm.step = chunks - 1
+        place(summed, part)
     return c
 
 
@@ -94,8 +114,11 @@ def promised_of(plan: Plan, itemsize: int, chunk: int, product: int, bcast: str,
     out = []
     if sizes[bcast] > 1:
         out.append(("bcast", chunk * itemsize, sizes[bcast], chunks, blocking))
-    if sizes[reduce] > 1:
-        out.append(("reduce_scatter", product * itemsize, sizes[reduce], chunks, True))
+    if sizes[reduce] > 1:  # with overlap posted, all but the last
+        posted = 0 if blocking else chunks - 1
+        rs = ("reduce_scatter", product * itemsize, sizes[reduce])
+        out += [(*rs, posted, False)] if posted else []
+        out.append((*rs, chunks - posted, True))
     return tuple(out)
 
 

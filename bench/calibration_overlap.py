@@ -21,18 +21,19 @@ from .calibration import _square_operands, now
 EXPOSED_GEMM = 768  # square, so polled in 3 row chunks (local_gemm.CHUNK_ROWS), as runs' blocks
 EXPOSED_BYTES = 1 << 24  # a large block's message: rendezvous, and beyond most caches
 MOST_EXPOSED = 3.0  # a fraction above this is noise (a lap's GEMM slowed by something else)
-POSTED = ("shift", "bcast")  # the kinds algorithms issue non-blocking (comm.ishift, ibcast)
+# the kinds algorithms issue non-blocking (comm.ishift, ibcast, ireduce_scatter)
+POSTED = ("shift", "bcast", "reduce_scatter")
 
 
 def exposure(comm, cores: int, quick: bool) -> dict[str, float]:
     """{kind: f} for each of POSTED on all of ``comm``'s ranks (at least 2, no more than the
     cores): every rank posts the message (a ring shift of EXPOSED_BYTES to the previous rank,
-    or a broadcast of them from rank 0), runs an EXPOSED_GEMM^3 GEMM polling it between row
-    chunks as comm.gemm does, then waits; f = (that - the GEMM alone) / the message alone, the
-    median over laps of the three in turn, each timed barrier to barrier (the slowest rank's),
-    between 0 (hidden) and MOST_EXPOSED (a lap's three share the machine's spell; six probes
-    here on 2 ranks: shift 1.38-1.67, broadcast 1.27-1.63). With the BLAS threads a run of
-    that many ranks has."""
+    a broadcast of them from rank 0, or a reduce-scatter of them), runs an EXPOSED_GEMM^3 GEMM
+    polling it between row chunks as comm.gemm does, then waits; f = (that - the GEMM alone) /
+    the message alone, the median over laps of the three in turn, each timed barrier to
+    barrier (the slowest rank's), between 0 (hidden) and MOST_EXPOSED (a lap's three share the
+    machine's spell; six probes here on 2 ranks: shift 1.38-1.67, broadcast 1.27-1.63). With
+    the BLAS threads a run of that many ranks has."""
     from mpi4py import MPI
     from threadpoolctl import threadpool_limits
 
@@ -44,7 +45,8 @@ def exposure(comm, cores: int, quick: bool) -> dict[str, float]:
     if g < 2:
         return {}
     a, b, c, tmp = _square_operands(rank, EXPOSED_GEMM)
-    buf, out = np.ones(EXPOSED_BYTES, np.uint8), np.empty(EXPOSED_BYTES, np.uint8)
+    buf, out = np.ones(EXPOSED_BYTES // 4, np.float32), np.empty(EXPOSED_BYTES // 4, np.float32)
+    part = out[: out.size // g]
 
     posts = {  # each kind of POSTED, posted: its requests
         "shift": lambda: [
@@ -52,6 +54,7 @@ def exposure(comm, cores: int, quick: bool) -> dict[str, float]:
             comm.Isend(buf, dest=(rank - 1) % g, tag=9),
         ],
         "bcast": lambda: [comm.Ibcast(buf, root=0)],
+        "reduce_scatter": lambda: [comm.Ireduce_scatter_block(buf[: part.size * g], part)],
     }
 
     def lap(post=None, gemm: bool = True) -> float:
@@ -164,9 +167,13 @@ def _posted(kind: str, ring, n: int):
     """``kind`` (a shift to the next rank, or a broadcast from rank ``step`` mod the size) of
     ``n`` bytes on ``ring``, posted: step -> its requests, into buffers of its own."""
     size, me = ring.Get_size(), ring.Get_rank()
-    out, got = np.ones(n, np.uint8), np.empty(n, np.uint8)
+    out, got = np.ones(n // 4, np.float32), np.empty(n // 4, np.float32)
     if kind == "bcast":
         return lambda step: [ring.Ibcast(out, root=step % size)]
+    if kind == "reduce_scatter":  # as collective_ops': a whole multiple of the ring's ranks
+        count = max(size, out.size // size * size)
+        summed, part = np.ones(count, np.float32), np.empty(count // size, np.float32)
+        return lambda _: [ring.Ireduce_scatter_block(summed, part)]
     return lambda _: [
         ring.Irecv(got, source=(me - 1) % size),
         ring.Isend(out, dest=(me + 1) % size),

@@ -39,16 +39,11 @@ def say_above_cores(say, counts: list[dict], cores: int, gemm: dict, threaded: d
         )
     exposed = [c for c in counts if c.get("exposed")]
     if exposed:
-        kinds = sorted(set().union(*(c["exposed"] for c in exposed)))
+        kinds, parts = exposed_parts(exposed)
         say(
             "\n# a message posted before a GEMM, what the rank still pays of its price by rank "
-            f"count ({' / '.join(kinds)}; 0: hidden, 1: as if blocking; above the {cores} "
-            "cores, of its price blocking after the GEMM; the model charges it): "
-            + ", ".join(
-                f"{c['ranks']}: "
-                + " / ".join(f"{c['exposed'][k]:.2f}" if k in c["exposed"] else "-" for k in kinds)
-                for c in exposed
-            )
+            f"count ({kinds}; 0: hidden, 1: as if blocking; above the {cores} cores, of its "
+            f"price blocking after the GEMM; the model charges it): {parts}"
         )
     own = profile.with_own_time_slicing()
     if len(own.shared_efficiency) > 1:
@@ -88,15 +83,23 @@ def say_above_cores(say, counts: list[dict], cores: int, gemm: dict, threaded: d
         for kind, (alpha, beta) in law.grouped.items():
             say(f"  {kind + ' (grid)':<15} {alpha_rate(alpha, beta)}")
         if law.posted:
+            kinds, parts = exposed_parts(law.posted)
             say(
                 "  a message posted before these GEMMs, what the rank still pays of its price "
-                "blocking after them, by rank count: "
-                + ", ".join(
-                    f"{c['ranks']}: "
-                    + " / ".join(f"{k} {f:.2f}" for k, f in sorted(c["exposed"].items()))
-                    for c in law.posted
-                )
+                f"blocking after them, by rank count ({kinds}): {parts}"
             )
+
+
+def exposed_parts(counts) -> tuple[str, str]:
+    """("kind / kind ...", "ranks: part / part ..., ...") of counts' "exposed" ("-": not
+    measured at that count)."""
+    kinds = sorted(set().union(*(c["exposed"] for c in counts)))
+    parts = ", ".join(
+        f"{c['ranks']}: "
+        + " / ".join(f"{c['exposed'][k]:.2f}" if k in c["exposed"] else "-" for k in kinds)
+        for c in counts
+    )
+    return " / ".join(kinds), parts
 
 
 def alpha_rate(alpha: float, beta: float) -> str:

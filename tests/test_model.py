@@ -10,6 +10,7 @@ from launch import distmm, distmm_mpi
 
 from algorithms import ALGORITHMS, get
 from algorithms.events import COMM_KINDS
+from bench.calibration_overlap import POSTED
 from bench.model import Profile, ProfileError, bytes_per_rank, predict, schedule, stated_cost
 from bench.model.steps import Steps
 from bench.trace import load_rank_events
@@ -774,7 +775,7 @@ def test_calibrate_trace_analyze(tmp_path):
         assert count["alpha"] > 0 and count["collective_factor"]["bcast"] > 0
         assert loaded.at(2).alpha == count["alpha"]
         assert loaded.at(2).exposed == count["exposed"]
-        assert set(count["exposed"]) == {"shift", "bcast"}
+        assert set(count["exposed"]) == set(POSTED)
         assert count["collective_factor"].keys() == set(COMM_KINDS)  # timed out of the caches
     traces = tmp_path / "trace"
     r = distmm_mpi(
@@ -851,7 +852,7 @@ def test_calibrate_up_to_measures_the_larger_counts_in_a_job_of_its_own(tmp_path
         # a message posted before a GEMM: what the rank pays of it (above the cores, against
         # one blocking after it; a kind whose blocking one added nothing there is left out)
         kinds = set(c["exposed"])
-        assert kinds == {"shift", "bcast"} if c["ranks"] <= cores() else kinds <= {"shift", "bcast"}
+        assert kinds == set(POSTED) if c["ranks"] <= cores() else kinds <= set(POSTED)
         assert all(0 <= f <= 3 for f in c["exposed"].values())
         assert c["ranks"] <= cores() or "barrier" in c["collectives"]
         assert ("alpha" in c) == (c["ranks"] <= cores())

@@ -76,6 +76,27 @@ def test_stationary_b_copies_nothing():
     assert np.shares_memory(chunks, a) and b_kept is b
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_with_overlap_each_reduce_scatter_but_the_last_is_in_flight_over_the_next_gemm(name):
+    """Chunk g's reduce-scatter is posted after its GEMM and waited after chunk g+1's (before
+    chunk g+2's, which reuses its buffers); the last one blocks, as does every one without
+    overlap. summa_a copies each piece into C once it has it."""
+    algorithm = get(name)
+    for overlap in (True, False):
+        plan = algorithm.plan((40, 30, 50), 6, grid=(2, 3), panel=2, overlap=overlap)
+        events = schedule(algorithm, plan, 4, "float64")
+        sums = [i for i, e in enumerate(events) if e.kind == "reduce_scatter"]
+        gemms = [i for i, e in enumerate(events) if e.kind == "gemm"]
+        assert len(sums) == len(gemms) == plan.params["chunks"] > 2
+        posted = [i for i in sums if events[i].overlapped]
+        assert posted == (sums[:-1] if overlap else [])
+        for g, i in enumerate(posted):
+            (wait,) = [j for j, e in enumerate(events) if e.kind == "wait" and e.waits == (i,)]
+            assert gemms[g + 1] < wait < (gemms[g + 2] if g + 2 < len(gemms) else len(events))
+            if name == "summa_a":
+                assert events[wait + 1].kind == "copy"
+
+
 def _messages(name, plan, rank, axes: dict) -> Counter:
     return Counter(
         (e.kind, e.nbytes, e.sent, tuple(axes.get(a, a) for a in e.axes), e.flops)

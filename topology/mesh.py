@@ -111,6 +111,12 @@ class _Axes:
     def size(self) -> int:
         return self.abstract.size
 
+    def sub_rank(self, names: Iterable[str]) -> int:
+        """This rank's rank in the sub-communicator of axes ``names`` (row-major over them, in
+        the mesh's order: Mesh.sub)."""
+        axes = [a for a in self.names if a in names]
+        return number((self.coords[a] for a in axes), [self.sizes[a] for a in axes])
+
 
 @dataclass(frozen=True)
 class RankView(_Axes):
