@@ -46,9 +46,9 @@ def stationary_loop(
     With overlap, chunk g+1's broadcast is in flight during chunk g's GEMM, and chunk g's
     reduce-scatter is posted after it and waited before chunk g+2's GEMM, which needs its
     buffers: so it is in flight during chunk g+1's GEMM, which polls it (from 512 rows,
-    algorithms/local_gemm.py). The last chunk's blocks: no GEMM follows it. Blocking, every
-    reduce-scatter made a lap 1.18-1.45 times as long at 16 ranks on 2 cores, the same at 2
-    and 4 (scripts/reduce_scatter_steps.py)."""
+    algorithms/local_gemm.py). The last chunk's reduce-scatter blocks: no GEMM follows it. On
+    2 cores runs so took a median 0.85 of their time with every reduce-scatter blocking at 12
+    and 16 ranks, 1.02 at 4 (results/vm-2c-zen4/stationary_posted.txt)."""
     per_owner = moving.shape[0]
     chunks = per_owner * comm.mesh.sizes[bcast_axis]
     dim = 0 if side == "b" else 1
