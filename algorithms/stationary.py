@@ -100,8 +100,8 @@ def stationary_loop(
             summing.append((summed, part))
             if not posted:
                 place(*summing.pop())
+    comm.step = chunks - 1
     for summed, part in summing:
-        comm.step = chunks - 1
         place(summed, part)
     return c
 

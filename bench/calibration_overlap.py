@@ -164,8 +164,9 @@ def exposure_above(comm, quick: bool, timer) -> dict[str, float]:
 
 
 def _posted(kind: str, ring, n: int):
-    """``kind`` (a shift to the next rank, or a broadcast from rank ``step`` mod the size) of
-    ``n`` bytes on ``ring``, posted: step -> its requests, into buffers of its own."""
+    """``kind`` (a shift to the next rank, a broadcast from rank ``step`` mod the size, or a
+    reduce-scatter) of ``n`` bytes on ``ring``, posted: step -> its requests, into buffers of
+    its own."""
     size, me = ring.Get_size(), ring.Get_rank()
     out, got = np.ones(n // 4, np.float32), np.empty(n // 4, np.float32)
     if kind == "bcast":

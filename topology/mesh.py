@@ -213,8 +213,7 @@ class Mesh(_Axes):
         color = sum(
             self.coords[a] * self.abstract.rank_strides[a] for a in self.names if a not in key
         )
-        rank = number((self.coords[a] for a in key), [self.sizes[a] for a in key])
-        return self.cart.Split(color, rank)
+        return self.cart.Split(color, self.sub_rank(key))
 
     def ring(self, name: str, disp: int = 1) -> tuple[int, int]:
         """(source, dest) ranks in ``sub(name)`` for a shift by ``disp`` along axis ``name``."""
