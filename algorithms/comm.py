@@ -380,7 +380,7 @@ class Comm:
         (algorithms/local_gemm.py), so they advance while this rank computes."""
         m, k = a.shape
         n = b.shape[1]
-        self._record(kind="gemm", flops=2 * m * k * n, shape=(m, k, n))
+        self._record(kind="gemm", flops=2 * m * k * n, shape=(m, k, n), accumulate=accumulate)
         if not self.compute:
             return c
         reqs = [r for p in progress for r in p.requests] if self.execute else []

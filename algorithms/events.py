@@ -44,6 +44,7 @@ class Event:
     messages: int = 0
     flops: int = 0
     shape: tuple[int, ...] = ()  # GEMM (m, k, n)
+    accumulate: bool = True  # GEMM: C += A @ B (False: C = A @ B, no pass over C to add)
     step: int | None = None
     overlapped: bool = False  # issued non-blocking, meant to overlap computation
     waits: tuple[int, ...] = ()  # kind "wait": indices (in the schedule) of the events waited for
@@ -58,7 +59,7 @@ assert all(f.default is not MISSING for f in fields(Event) if f.name != "kind")
 
 def make_event(fields: dict) -> Event:
     """``Event(**fields)``, made seven times as fast: a frozen dataclass's ``__init__`` sets
-    each of the 14 fields through ``object.__setattr__``, and a symbolic schedule of thousands
+    each of the 15 fields through ``object.__setattr__``, and a symbolic schedule of thousands
     of ranks makes hundreds of thousands of events, a run one or two per message. Only the
     fields given are set: the others read their defaults from the class
     (tests/test_plan_speed.py checks the two are equal)."""

@@ -48,7 +48,7 @@ from .calibration import (
     steadiness_text,
 )
 from .calibration_counts import at_each_count
-from .calibration_gemm import gemm_tables
+from .calibration_gemm import adding_seconds, gemm_tables
 from .calibration_network import (
     ACROSS_NODES,
     across_nodes,
@@ -195,6 +195,11 @@ def main(args) -> int:
         "# local reduction (MPI's SUM, a rank per core at once): "
         + ", ".join(f"{dt} {bw / 1e9:.2f} GB/s" for dt, bw in combine.items())
     )
+    adding = adding_seconds(world, facts["cores"])
+    sizes = ", ".join(f"{b >> 10}" for b, _ in adding["float32"])
+    say(f"# adding C += T (a GEMM's accumulation, a rank per core at once), {sizes} KiB:")
+    for dtype, rows in adding.items():
+        say(f"#   {dtype}: " + ", ".join(f"{b / t / 1e9:.1f}" for b, t in rows) + " GB/s")
     if facts["oversubscribed"]:
         say(f"\n# rank counts up to {cores}: measured in a job of {cores} ranks (no yielding)")
     counts = _counts(world, args.quick, facts)
@@ -271,6 +276,7 @@ def main(args) -> int:
         "oversubscription": shared,
         "copy_bandwidth": copy_bw,
         "reduce_bandwidth": combine,
+        "adding": adding,
         "counts": counts,
     }
     if nodes > 1:

@@ -297,7 +297,9 @@ def _spread(probes: list[float]) -> float:
 BUSY_GEMM = 1024  # the square GEMM every rank does at once (busy_gemm, oversubscription)
 
 
-def busy_gemm(comm, cores: int, quick: bool, n: int | None = None, shape=None) -> list:
+def busy_gemm(
+    comm, cores: int, quick: bool, n: int | None = None, shape=None, accumulate: bool = True
+) -> list:
     """[n, seconds per n x n x n GEMM + accumulate] (n default BUSY_GEMM; quick: 512; with
     ``shape`` (m, k, n), [shape, seconds] of that GEMM) with every rank of ``comm`` doing the
     same on random operands, with the BLAS threads a run of that many ranks on the node gives
@@ -305,7 +307,7 @@ def busy_gemm(comm, cores: int, quick: bool, n: int | None = None, shape=None) -
     slowest rank's time), the least of two laps. Against the GEMM rates (each shape timed
     alone, each rank at its own pace) this is what the node's ranks computing at once and
     keeping pace cost: on a 16-core machine 1024^3 took 1.4-1.6 times the rates' price at 16
-    ranks, 1.35-1.45 at 8 (2 threads each), 0.8-0.9 at 1."""
+    ranks, 1.35-1.45 at 8 (2 threads each), 0.8-0.9 at 1. Not ``accumulate``: C = A @ B."""
     from threadpoolctl import threadpool_limits
 
     from algorithms.local_gemm import gemm_rows
@@ -315,13 +317,13 @@ def busy_gemm(comm, cores: int, quick: bool, n: int | None = None, shape=None) -
     a, b, c, tmp = _operands(comm.Get_rank(), *(shape or (n, n, n)))
     reps = 2 if quick else 6
     with threadpool_limits(limits=blas_threads(cores, comm.Get_size()), user_api="blas"):
-        gemm_rows(a, b, c, True, tmp)
+        gemm_rows(a, b, c, accumulate, tmp)
         laps = []
         for _ in range(2):
             comm.Barrier()
             t0 = now()
             for _ in range(reps):
-                gemm_rows(a, b, c, True, tmp)
+                gemm_rows(a, b, c, accumulate, tmp)
             comm.Barrier()
             laps.append(comm.bcast((now() - t0) / reps, root=0))
     return [shape or n, min(laps)]

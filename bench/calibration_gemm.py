@@ -1,12 +1,15 @@
 """The GEMM rate tables `distmm calibrate` measures: every shape of a grid on one BLAS thread,
 and a coarser grid with each larger thread count a run gives a rank, each shape's time taken at
-the machine's usual speed (:func:`steady_times`)."""
+the machine's usual speed (:func:`steady_times`); and the pass with which a GEMM adds its
+product into C (:func:`adding_seconds`)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
-from .calibration import PROBE_GEMM, _square_operands, now, sleep_until_all
+from .calibration import PROBE_GEMM, _every_core, _square_operands, now, sleep_until_all
 
 # m, k and n of the GEMM shapes timed (a 5 x 5 x 5 grid); 16 for the thin panels SUMMA and its
 # kinds multiply (2048x16x512 takes 1.4 times what the rate at k = 96 says, k = 8 2.4 times)
@@ -128,6 +131,28 @@ def steady_times(times: np.ndarray, refs: np.ndarray) -> np.ndarray:
     return np.median(times * (np.median(refs) / refs), axis=0)
 
 
+# the sizes of C whose adding pass calibrate times: from the L2 cache to memory
+ADDED_BYTES = (1 << 16, 1 << 20, 1 << 23, 1 << 25)
+
+
+def adding_seconds(world, cores: int) -> dict[str, list[list[float]]]:
+    """{dtype: [[bytes, seconds], ...]}: one core adding an array of each ADDED_BYTES size into
+    another (``c += t``, the pass with which a GEMM accumulates its product: algorithms/
+    local_gemm.gemm_rows), a rank per core at once, each for about 20 ms: what the model takes
+    off the price of a GEMM that writes its product straight into C (bench.model.gemm_rates.
+    without_adding). Inside a GEMM + accumulate on a 2-core VM the pass ran at 7.5-21 GB/s of
+    float32 after a k = 16 product and 4-13 after k = 256 (64 KiB to 32 MiB); alone, 7-22."""
+    out = {}
+    for dtype in ("float32", "float64"):
+        rows = []
+        for nbytes in ADDED_BYTES:
+            c = np.ones(nbytes // np.dtype(dtype).itemsize, dtype)
+            add = partial(np.add, c, np.ones_like(c), out=c)
+            rows.append([nbytes, _every_core(world, cores, add, max(10, (1 << 28) // nbytes))])
+        out[dtype] = rows
+    return out
+
+
 def gemm_tables(world, quick: bool, cores: int) -> dict:
     """{"gemm": :func:`gemm_rates`, "gemm_threads": :func:`gemm_threads`}, timed in this job
     (a calibration's, or `calibrate --refresh-gemm`'s)."""
@@ -137,4 +162,13 @@ def gemm_tables(world, quick: bool, cores: int) -> dict:
     }
 
 
-__all__ = ["GEMM_GRID", "THREAD_GRID", "gemm_rates", "gemm_tables", "gemm_threads", "steady_times"]
+__all__ = [
+    "ADDED_BYTES",
+    "GEMM_GRID",
+    "adding_seconds",
+    "THREAD_GRID",
+    "gemm_rates",
+    "gemm_tables",
+    "gemm_threads",
+    "steady_times",
+]

@@ -100,6 +100,28 @@ def typical_seconds(price, rates: GemmRates, mkn: tuple[int, int, int], *args) -
     return float(np.median(per_axis)) * flops if per_axis else center * flops
 
 
+# what a GEMM priced without its adding pass keeps of its price at least: a guard against an
+# adding time measured in a slow spell (here the pass was 1-3% of a 1024^3 GEMM + accumulate,
+# 5-8% at k = 256 and 11-16% at k = 64-96, with one or two ranks a core)
+KEPT_AT_LEAST = 0.5
+
+
+def without_adding(seconds: float, nbytes: int, profile, dtype: str) -> float:
+    """``seconds`` of a GEMM as calibrate times it (C += A @ B: the product into a scratch
+    tile, then a pass adding it into C's ``nbytes``) less that pass, as ``profile`` measured
+    adding one array into another (``adding``: seconds per byte linear in log(bytes) between
+    the sizes timed, clamped at their ends; none measured: nothing taken off), slowed by its
+    ``busy`` as the GEMM is; at least KEPT_AT_LEAST of ``seconds``. What a GEMM that writes
+    its product straight into C costs (the first of SUMMA's and Cannon's, every one of the
+    stationary and 3-D loops')."""
+    rows = profile.adding.get(dtype)
+    if not rows:
+        return seconds
+    sizes = [math.log(b) for b, _ in rows]
+    per_byte = float(np.interp(math.log(nbytes), sizes, [t / b for b, t in rows]))
+    return max(seconds - nbytes * per_byte * profile.busy, KEPT_AT_LEAST * seconds)
+
+
 @dataclass(frozen=True)
 class Threading:
     """For t BLAS threads per rank, a GEMM's time as a share of its time on one thread, over
@@ -155,4 +177,4 @@ class Threading:
         return min(lo.least() if lo is not None else 1.0, hi.least())
 
 
-__all__ = ["GemmRates", "Threading", "typical_seconds"]
+__all__ = ["KEPT_AT_LEAST", "GemmRates", "Threading", "typical_seconds", "without_adding"]

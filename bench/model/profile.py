@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.machine import blas_threads
-from topology.costs import EAGER_LIMIT, collective_seconds, exchange_seconds
+from topology.costs import collective_seconds, exchange_seconds
 
 from .fits import (
     A2AV_TERMS,
@@ -29,7 +29,7 @@ from .fits import (
     sharing_moves,
     sharing_scale,
 )
-from .gemm_rates import GemmRates, Threading, typical_seconds
+from .gemm_rates import KEPT_AT_LEAST, GemmRates, Threading, typical_seconds, without_adding
 from .steps import StepLaw, Steps
 
 
@@ -52,6 +52,7 @@ class Profile:
     shared_efficiency: tuple = ()  # ((ranks per core, efficiency), ...) from calibration
     copy_bandwidth: float = 5e9  # bytes/s one core copies (read + write counted once)
     reduce_bandwidth: dict = field(default_factory=dict)  # dtype -> B/s MPI's SUM (calibrate)
+    adding: dict = field(default_factory=dict)  # dtype -> [[bytes, seconds], ...] of C += T
     cores: int = 1
     meta: dict = field(default_factory=dict)
     # What was measured with g ranks of the node running (calibration_counts.at_each_count):
@@ -103,6 +104,7 @@ class Profile:
                 shared_efficiency=tuple(map(tuple, data.get("oversubscription", []))),
                 copy_bandwidth=float(data.get("copy_bandwidth", 5e9)),
                 reduce_bandwidth=data.get("reduce_bandwidth", {}),
+                adding=data.get("adding", {}),
                 cores=int(data["machine"]["cores"]),
                 meta=data.get("machine", {}),
                 counts=tuple(counts),
@@ -309,11 +311,6 @@ class Profile:
         c = self.alltoallv
         return c["start"] + sum(c[k] * x for k, x in zip(A2AV_TERMS[1:], loads, strict=True))
 
-    def p2p(self, nbytes: int) -> float:
-        if nbytes < EAGER_LIMIT:
-            return self.alpha + nbytes * self.beta
-        return self.alpha_large + nbytes * self.beta_large
-
     def collective(self, kind: str, nbytes: int, g: int, step: float | None = None) -> float:
         """Seconds of one collective on g ranks, before ``comm_scale``: above the cores, on fewer
         ranks than the node's as all groups run it at once, ``step`` s after computing (steps)."""
@@ -348,25 +345,30 @@ class Profile:
         factor = self.collective_factor.get("alltoall", 1.0)
         return min(self.beta, self.beta_large) * factor * self.comm_scale
 
-    def gemm_seconds(self, m: int, k: int, n: int, dtype: str) -> float:
+    def gemm_seconds(self, m: int, k: int, n: int, dtype: str, accumulate: bool = True) -> float:
         """Seconds for one C += A @ B of shape (m, k, n) on one rank: the calibrated seconds per
         flop on one core, interpolated linearly in log(m), log(k), log(n) over the measured
         grid (clamped at its edges), times the share of that a rank's ``threads`` BLAS threads
         take (:class:`~bench.model.gemm_rates.Threading`) and, at :meth:`at`'s count, ``busy``
-        (:meth:`busy_at`)."""
+        (:meth:`busy_at`). Not ``accumulate`` (C = A @ B), less the pass adding the product
+        into C that calibrate's GEMMs make (:func:`~bench.model.gemm_rates.without_adding`)."""
         memo = self.__dict__.setdefault("_gemm_memo", {})
-        key = (m, k, n, dtype)
+        key = (m, k, n, dtype, accumulate)
         if key not in memo:
             share = self.threading().share(self.threads, (m, k, n))
-            memo[key] = 2.0 * m * k * n * self._rates(dtype).value((m, k, n)) * share * self.busy
+            d = 2.0 * m * k * n * self._rates(dtype).value((m, k, n)) * share * self.busy
+            if not accumulate:
+                d = without_adding(d, m * n * np.dtype(dtype).itemsize, self, dtype)
+            memo[key] = d
         return memo[key]
 
     def least_seconds_per_flop(self, dtype: str, shapes=None) -> float:
         """No GEMM of ``dtype`` (with ``shapes``, (m, k, n) tuples: none of another shape) is
         priced at less per flop (with ``threads`` BLAS threads)."""
-        if shapes:
-            return min(self.gemm_seconds(*mkn, dtype) / (2 * math.prod(mkn)) for mkn in shapes)
-        return self._rates(dtype).least() * self.threading().least_share(self.threads) * self.busy
+        if shapes:  # (a GEMM that does not accumulate is the cheaper)
+            return min(self.gemm_seconds(*s, dtype, False) / (2 * math.prod(s)) for s in shapes)
+        least = self._rates(dtype).least() * self.threading().least_share(self.threads)
+        return least * self.busy * (KEPT_AT_LEAST if self.adding else 1.0)
 
     def threading(self) -> Threading:
         """How BLAS threads speed up a rank's GEMMs on this node (calibrate's float32 timings,

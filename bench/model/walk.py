@@ -164,7 +164,7 @@ class Walk:
                 self.owed_channel += count * d * shave
 
     def _priced(self, e: Event, step: float | None = None) -> tuple[float, float]:
-        key = (e.kind, e.shape, e.nbytes, e.group, e.phase_level)
+        key = (e.kind, e.shape, e.accumulate, e.nbytes, e.group, e.phase_level)
         if self.stepped and e.kind not in ("gemm", "copy"):
             key = (*key, step)
         price = self.prices.get(key)
@@ -192,7 +192,7 @@ class Walk:
             self.messages += e.messages
             for lv, n in e.level_bytes:
                 self.level_bytes[lv] += n
-            key = (kind, e.shape, e.nbytes, e.group, e.phase_level)
+            key = (kind, e.shape, e.accumulate, e.nbytes, e.group, e.phase_level)
             if self.stepped and kind not in ("gemm", "copy"):
                 if self.since:  # the first message after computation: its step
                     self.step, self.since = self.since, 0.0
@@ -311,7 +311,7 @@ def _price(e: Event, profile: Profile, dtype: str, slow: float, overlap: bool, l
     (Profile.at), ``slow`` its GEMMs' slowdown, ``step`` the computation before a message
     (Profile.collective)."""
     if e.kind == "gemm":
-        d = profile.gemm_seconds(*e.shape, dtype) * slow
+        d = profile.gemm_seconds(*e.shape, dtype, e.accumulate) * slow
         return d, d, False
     if e.kind == "copy":
         d = copy_seconds(e.nbytes, profile, slow)
