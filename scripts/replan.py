@@ -24,10 +24,13 @@ import itertools
 import json
 import statistics
 import sys
+from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.machine import cores
 from bench.model import Profile
 from bench.plan_view import repeatability_text
 from bench.planner import candidates, recommend
@@ -49,12 +52,12 @@ def main() -> int:
         help="also judge with each (algorithm, P)'s median pred/meas divided out (in sample)",
     )
     args = ap.parse_args()
-    profile = Profile.load(args.profile)
     cases: dict[str, list[dict]] = {}
     for line in (ln for f in args.records for ln in Path(f).read_text().splitlines()):
         run = json.loads(line)
         if run["runs"]:
             cases.setdefault(run["case"], []).append(run)
+    Profile.load(args.profile)  # (read here first: a bad profile fails before any process starts)
     hits = within = unmeasured = 0
     agree = [0, 0, 0]
     judged = []  # per case: (first choice now, {candidate: its rounds' seconds})
@@ -62,47 +65,22 @@ def main() -> int:
     ratios: dict[str, list[float]] = {}
     moves: dict[str, list[float]] = {"in": [], "out": []}  # pred/meas of each phase of moves
     print(f"{'case':<22}{'first choice now':<34}{'measured fastest':<34}{'first/fastest':>14}")
-    for case, runs in cases.items():
-        P = int(case.split()[0].removeprefix("P="))
-        shape = tuple(int(x) for x in case.split()[1].split("x"))
-        users = user_layouts(dict.fromkeys("ABC", args.layouts), shape, P)
-        topology, links = _machine(runs[0]["argv"])
-        cands = candidates(
-            shape, P, profile, "float32", P, topology, links, users=users, emulated=True
-        )
-        # each algorithm alone: a run of one the planner now leaves to its twin (Algorithm.
-        # same_as: summa25d on p x p x 1, say) is priced as itself
-        priced = {}
-        for algo in {run["argv"][1] for run in runs}:
-            alone = candidates(
-                shape, P, profile, "float32", P, topology, links, [algo], users, emulated=True
-            )
-            priced.update({tuple(c.run_args(shape, "float32", topology, links)): c for c in alone})
-        measured, now = {}, {}  # seconds by candidate: measured, and as priced now
-        rounds = {run["candidate"]: [r["seconds"] for r in run["runs"]] for run in runs}
-        agree = [a + b for a, b in zip(agree, case_agreement(rounds.values()), strict=True)]
-        argvs = [tuple(run["argv"]) for run in runs]
-        for run in runs:
-            name, c = run["candidate"], priced.get(tuple(run["argv"]))
-            measured[name] = statistics.median(rounds[name])
-            if c is not None:
-                now[name] = c.seconds
-                ratios.setdefault(c.algo, []).append(c.seconds / measured[name])
-                for side, pred in zip(moves, c.redistribute, strict=True):
-                    took = [r["phases"][f"redistribute_{side}"]["seconds"] for r in run["runs"]]
-                    if pred > 0 and statistics.median(took) > 0:
-                        moves[side].append(pred / statistics.median(took))
-        first = min(now, key=now.get)
-        judged.append((first, rounds))
-        algos = {run["candidate"]: run["argv"][1] for run in runs}
-        priced_now.append((P, {k: (algos[k], now[k], measured[k]) for k in now}))
-        fastest = min(measured, key=measured.get)
-        ratio = measured[first] / measured[fastest]
-        hits += first == fastest
-        within += ratio <= 1.10
-        best = recommend(cands, None)
-        unmeasured += best.seconds not in [c.seconds for c in map(priced.get, argvs) if c]
-        print(f"{case:<22}{first:<34}{fastest:<34}{ratio:>14.3f}")
+    # each case planned on its own, a process per core (results in the cases' order)
+    price = partial(_replayed, profile=args.profile, layouts=args.layouts)
+    with ProcessPoolExecutor(min(cores(), len(cases)) or 1) as pool:
+        for case, out in zip(cases, pool.map(price, cases.values()), strict=True):
+            first, fastest, ratio = out["first"], out["fastest"], out["ratio"]
+            agree = [a + b for a, b in zip(agree, out["agreement"], strict=True)]
+            for algo, r in out["ratios"]:
+                ratios.setdefault(algo, []).append(r)
+            for side, r in out["moves"]:
+                moves[side].append(r)
+            judged.append((first, out["rounds"]))
+            priced_now.append(out["priced"])
+            hits += first == fastest
+            within += ratio <= 1.10
+            unmeasured += out["unmeasured"]
+            print(f"{case:<22}{first:<34}{fastest:<34}{ratio:>14.3f}")
     errors = [abs(r - 1) for rs in ratios.values() for r in rs]
     n = len(cases)
     print(
@@ -125,6 +103,64 @@ def main() -> int:
     if args.debiased:
         print(_debiased(priced_now))
     return 0
+
+
+def _replayed(runs: list[dict], profile: str, layouts: str) -> dict:
+    """One case's stored runs priced again: its first choice now among the measured, the
+    measured fastest, their ratio, each run's pred/meas, its moves', and what judging needs."""
+    profile = _loaded(profile)
+    case = runs[0]["case"]
+    P = int(case.split()[0].removeprefix("P="))
+    shape = tuple(int(x) for x in case.split()[1].split("x"))
+    users = user_layouts(dict.fromkeys("ABC", layouts), shape, P)
+    topology, links = _machine(runs[0]["argv"])
+    cands = candidates(shape, P, profile, "float32", P, topology, links, users=users, emulated=True)
+    # each algorithm alone: a run of one the planner now leaves to its twin (Algorithm.
+    # same_as: summa25d on p x p x 1, say) is priced as itself
+    priced = {}
+    for algo in {run["argv"][1] for run in runs}:
+        alone = candidates(
+            shape, P, profile, "float32", P, topology, links, [algo], users, emulated=True
+        )
+        priced.update({tuple(c.run_args(shape, "float32", topology, links)): c for c in alone})
+    measured, now, ratios, moves = {}, {}, [], []  # seconds by candidate: measured, priced now
+    rounds = {run["candidate"]: [r["seconds"] for r in run["runs"]] for run in runs}
+    argvs = [tuple(run["argv"]) for run in runs]
+    for run in runs:
+        name, c = run["candidate"], priced.get(tuple(run["argv"]))
+        measured[name] = statistics.median(rounds[name])
+        if c is not None:
+            now[name] = c.seconds
+            ratios.append((c.algo, c.seconds / measured[name]))
+            for side, pred in zip(("in", "out"), c.redistribute, strict=True):
+                took = [r["phases"][f"redistribute_{side}"]["seconds"] for r in run["runs"]]
+                if pred > 0 and statistics.median(took) > 0:
+                    moves.append((side, pred / statistics.median(took)))
+    first = min(now, key=now.get)
+    fastest = min(measured, key=measured.get)
+    algos = {run["candidate"]: run["argv"][1] for run in runs}
+    best = recommend(cands, None)
+    return {
+        "first": first,
+        "fastest": fastest,
+        "ratio": measured[first] / measured[fastest],
+        "ratios": ratios,
+        "moves": moves,
+        "rounds": rounds,
+        "agreement": case_agreement(rounds.values()),
+        "priced": (P, {k: (algos[k], now[k], measured[k]) for k in now}),
+        "unmeasured": best.seconds not in [c.seconds for c in map(priced.get, argvs) if c],
+    }
+
+
+_PROFILES: dict[str, Profile] = {}
+
+
+def _loaded(path: str) -> Profile:
+    """The profile at ``path``, loaded once per process."""
+    if path not in _PROFILES:
+        _PROFILES[path] = Profile.load(path)
+    return _PROFILES[path]
 
 
 def _machine(argv: list[str]) -> tuple[str, str | None]:
