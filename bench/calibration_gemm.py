@@ -165,8 +165,8 @@ def gemm_tables(world, quick: bool, cores: int) -> dict:
 __all__ = [
     "ADDED_BYTES",
     "GEMM_GRID",
-    "adding_seconds",
     "THREAD_GRID",
+    "adding_seconds",
     "gemm_rates",
     "gemm_tables",
     "gemm_threads",

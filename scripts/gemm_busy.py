@@ -37,7 +37,9 @@ def main() -> int:
     shapes = [(n, n, n) for n in map(int, args.sizes.split(","))]
     shapes += [tuple(map(int, s.split(","))) for s in args.shapes.split(";") if s.strip()]
     if world.Get_rank() == 0:
-        print(f"{'ranks':>6}{'shape':>16}{'C':>4}{'seconds':>12}{'model':>12}{'ratio':>8}")
+        print(
+            f"{'ranks':>6}{'shape':>16}{'C':>4}{'seconds':>12}{'model':>12}{'ratio':>8}", flush=True
+        )
     for g in [1, *counts_measured(world.Get_size())]:
         for shape in shapes:
             for accumulate in (True, False):

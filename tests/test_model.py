@@ -752,7 +752,7 @@ def test_calibrate_trace_analyze(tmp_path):
     assert sorted(data["reduce_bandwidth"]) == ["float32", "float64"]
     assert all(bw > 1e8 for bw in data["reduce_bandwidth"].values())
     assert "# local reduction (MPI's SUM" in r.stdout
-    # the adding pass of a GEMM's accumulation, from the L2 cache to memory (bench.calibration)
+    # the adding pass of a GEMM's accumulation, from the L2 cache to memory (calibration_gemm)
     assert [[b for b, _ in rows] for rows in data["adding"].values()] == [list(ADDED_BYTES)] * 2
     assert all(t > 0 for rows in data["adding"].values() for _, t in rows)
     # the machine's speed sampled before, at each count and after: spread printed and kept
