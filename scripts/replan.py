@@ -25,7 +25,7 @@ import json
 import statistics
 import sys
 from concurrent.futures import ProcessPoolExecutor
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -123,7 +123,9 @@ def _replayed(runs: list[dict], profile: str, layouts: str) -> dict:
             shape, P, profile, "float32", P, topology, links, [algo], users, emulated=True
         )
         priced.update({tuple(c.run_args(shape, "float32", topology, links)): c for c in alone})
-    measured, now, ratios, moves = {}, {}, [], []  # seconds by candidate: measured, priced now
+    # seconds by candidate, measured and priced now; (algorithm, pred/meas) of each run, and
+    # (side, pred/meas) of its moves
+    measured, now, ratios, moves = {}, {}, [], []
     rounds = {run["candidate"]: [r["seconds"] for r in run["runs"]] for run in runs}
     argvs = [tuple(run["argv"]) for run in runs]
     for run in runs:
@@ -153,14 +155,7 @@ def _replayed(runs: list[dict], profile: str, layouts: str) -> dict:
     }
 
 
-_PROFILES: dict[str, Profile] = {}
-
-
-def _loaded(path: str) -> Profile:
-    """The profile at ``path``, loaded once per process."""
-    if path not in _PROFILES:
-        _PROFILES[path] = Profile.load(path)
-    return _PROFILES[path]
+_loaded = cache(Profile.load)  # a profile read once per process
 
 
 def _machine(argv: list[str]) -> tuple[str, str | None]:
