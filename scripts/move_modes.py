@@ -16,6 +16,13 @@ asleep, 27.6 / 13.0 ms and 3-4 slow jobs of 12 polling). Each job's median redis
 multiply / redistribute_out is printed, then per phase the median over the jobs and the jobs
 that took over --slow times it. --pause seconds pass before each job (a job after an idle spell
 was slow more often).
+
+The kernel has two modes too: ``--algo t10 --grid 16,1,1 --shape 8192,1024,512 --layouts native
+--ranks 16`` (T10's ring, a shift after each short GEMM) took 0.17-0.20 s in some jobs and
+0.11-0.13 in the rest, the slow jobs' ranks switching 4-7 times as often (t10_modes_s85.txt).
+``--waits poll,heavy`` has the jobs take MPI's waiting in turn as well: yielding the core on
+each empty poll, as distmm sets it above the cores (bench/machine.py), or MPICH's heavy yield
+(MPIR_CVAR_ENABLE_HEAVY_YIELD=1, a short sleep instead), which had no slow job there.
 """
 
 import argparse
@@ -27,26 +34,33 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+import algorithms  # noqa: E402
+from algorithms import PlanError  # noqa: E402
 from bench.endtoend import PHASES  # noqa: E402
 from bench.launch import Launcher, run_argv  # noqa: E402
 from bench.units import parse_shape, positive  # noqa: E402
 
 FENCES = ("auto", "sem", "mpi")  # DISTMM_FENCE (layouts/direct.py)
+WAITS = {"poll": "0", "heavy": "1"}  # MPIR_CVAR_ENABLE_HEAVY_YIELD
 
 
-def fences(text: str) -> tuple[str, ...]:
-    """``--fences``: fence kinds, comma-separated."""
-    kinds = tuple(text.split(","))
-    if not set(kinds) <= set(FENCES):
-        raise argparse.ArgumentTypeError(f"{text!r}: each fence is one of {', '.join(FENCES)}")
-    return kinds
+def choices(among):
+    """A comma-separated list's parser, each item one of ``among``."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        kinds = tuple(text.split(","))
+        if not set(kinds) <= set(among):
+            raise argparse.ArgumentTypeError(f"{text!r}: each is one of {', '.join(among)}")
+        return kinds
+
+    return parse
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ranks", type=positive, default=4)
     p.add_argument("--algo", default="tesseract")
-    p.add_argument("--grid", default="1,1,4")
+    p.add_argument("--grid", default="1,1,4", help="the algorithm's grid (t10: its F_op)")
     p.add_argument("--shape", type=parse_shape, default=(1024, 1024, 1024))
     p.add_argument("--layouts", default="block")
     p.add_argument("--jobs", type=positive, default=12)
@@ -55,49 +69,62 @@ def main() -> int:
     p.add_argument("--slow", type=float, default=2.0, help="a job this many times the median")
     p.add_argument(
         "--fences",
-        type=fences,
+        type=choices(FENCES),
         default=("auto",),
         help="the jobs take these DISTMM_FENCE settings in turn (e.g. sem,mpi); default auto",
+    )
+    p.add_argument(
+        "--waits",
+        type=choices(WAITS),
+        default=("poll",),
+        help="... and these ways for MPI to wait (poll,heavy: MPICH's heavy yield); default poll",
     )
     args = p.parse_args()
     if args.slow <= 1 or args.pause < 0:
         p.error("--slow must be above 1 and --pause at least 0")
+    try:
+        grid_flag = algorithms.get(args.algo).grid_option.name  # --fop for t10
+    except PlanError as err:
+        p.error(str(err))
     argv = run_argv(
         args.algo,
         args.shape,
-        {"grid": args.grid},
+        {grid_flag: args.grid},
         layouts=args.layouts,
         repeat=args.repeat,
         as_json=True,
     )
     launcher = Launcher.find()
     print(f"{args.jobs} jobs of `distmm {' '.join(argv)}` on {args.ranks} ranks")
-    print(f"{'job':>4} {'fence':>5} " + " ".join(f"{ph + ' [ms]':>22}" for ph in PHASES))
-    seen = {(f, ph): [] for f in args.fences for ph in PHASES}
-    jobs = {f: [] for f in args.fences}
+    print(f"{'job':>4} {'fence/wait':>10} " + " ".join(f"{ph + ' [ms]':>22}" for ph in PHASES))
+    kinds = [f"{f}/{w}" for f in args.fences for w in args.waits]
+    seen = {(k, ph): [] for k in kinds for ph in PHASES}
+    jobs = {k: [] for k in kinds}
     for job in range(1, args.jobs + 1):
-        fence = args.fences[(job - 1) % len(args.fences)]
+        kind = kinds[(job - 1) % len(kinds)]
+        fence, wait = kind.split("/")
         os.environ["DISTMM_FENCE"] = fence
+        os.environ["MPIR_CVAR_ENABLE_HEAVY_YIELD"] = WAITS[wait]
         time.sleep(args.pause)
         record, why = launcher.run_json(args.ranks, argv, 600, cwd=ROOT)
         if record is None:
             print(f"move_modes: job {job} failed: {why}", file=sys.stderr)
             return 1
         times = [record["phases"][ph]["seconds"] * 1e3 for ph in PHASES]
-        jobs[fence].append(job)
+        jobs[kind].append(job)
         for ph, t in zip(PHASES, times, strict=True):
-            seen[fence, ph].append(t)
-        print(f"{job:>4} {fence:>5} " + " ".join(f"{t:>22.2f}" for t in times), flush=True)
-    for fence in jobs:  # each setting once, in the order given
+            seen[kind, ph].append(t)
+        print(f"{job:>4} {kind:>10} " + " ".join(f"{t:>22.2f}" for t in times), flush=True)
+    for kind in jobs:  # each setting once, in the order given
         for ph in PHASES:
-            times = seen[fence, ph]
+            times = seen[kind, ph]
             if not times:
                 continue
             mid = statistics.median(times)
-            slow = [j for j, t in zip(jobs[fence], times, strict=True) if t > args.slow * mid]
-            kind = f"fence {fence}, " if len(jobs) > 1 else ""
+            slow = [j for j, t in zip(jobs[kind], times, strict=True) if t > args.slow * mid]
+            which = f"fence/wait {kind}, " if len(jobs) > 1 else ""
             print(
-                f"{kind}{ph}: median {mid:.2f} ms; over {args.slow:g}x it in {len(slow)} of "
+                f"{which}{ph}: median {mid:.2f} ms; over {args.slow:g}x it in {len(slow)} of "
                 f"{len(times)} jobs" + (f" ({', '.join(map(str, slow))})" if slow else "")
             )
     return 0
