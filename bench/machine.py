@@ -69,15 +69,18 @@ def launched_rank() -> int:
 _STARTED: dict = {}
 
 
-def start_mpi():
-    """Initialise MPI for this machine; returns (MPI module, facts about the set-up)."""
+def start_mpi(keep: bool = True):
+    """Initialise MPI for this machine; returns (MPI module, facts about the set-up). ``keep``:
+    have malloc keep freed memory from now on (:func:`keep_freed`); `distmm run` leaves that to
+    its timed repetitions (bench.runner._timed), its blocks allocated before."""
     if _STARTED:
         return _STARTED["MPI"], _STARTED["facts"]
     oversubscribed = launched_local_ranks() > cores()
     if oversubscribed:
         for key, value in YIELD_SETTINGS.items():
             os.environ.setdefault(key, value)
-    keep_freed()
+    if keep:
+        keep_freed()
     from mpi4py import MPI
 
     _install_abort_hook()
@@ -114,7 +117,14 @@ def keep_freed() -> None:
     from block layouts (8192^3) `distmm plan`'s workers took 150 000-180 000 page faults and
     0.22-0.30 s of system time, 51 000-58 000 and 0.10-0.17 s so (the plan 0.96 s, against
     1.03; from cols 6.3 s against 7.4, its peak RSS 648 MiB against 611: what is freed stays
-    mapped). Not glibc (musl, say): nothing changes."""
+    mapped). Not glibc (musl, say): nothing changes.
+
+    `distmm run` sets it once its blocks are generated and its algorithm's state prepared, so
+    that those stay where malloc puts them by default (arrays of 128 KiB and more mapped on
+    their own). Set before them, T10 16x1x1 on 8192x1024x512 at 16 ranks on 2 cores took
+    0.17-0.20 s in 6 of 12 jobs (its ring's ranks yielding the core to each other several times
+    as often) and 0.12-0.13 s in the rest; set after, 0.12-0.15 s in all 12, summa3d's page
+    faults as few (results/vm-2c-zen3/t10_modes_s85.txt). Why, not found."""
     import ctypes
 
     try:

@@ -16,7 +16,7 @@ from algorithms import get
 
 from .errors import UsageError
 from .files import save_npy_atomic, write_json_atomic
-from .machine import page_faults
+from .machine import keep_freed, page_faults
 from .model import level_bytes
 from .options import algorithm_options
 from .stats import MIN_SAMPLES, ci_coverage, enough, median_ci
@@ -320,9 +320,12 @@ def _timed(fn, comms, world, warmup: int, reps: Repetitions, tracer=None, delay=
     each repetition, outside the timed region. ``delay`` > 1 (DISTMM_FAULT mode=delay) sleeps
     (delay - 1) times the repetition's own duration before the closing barrier. With a tracer,
     warm-ups are not traced, a ``sync`` marker follows the first timed barrier and each
-    repetition is one ``multiply`` span, its closing barrier a ``barrier`` span."""
+    repetition is one ``multiply`` span, its closing barrier a ``barrier`` span. From here on
+    malloc keeps what is freed (machine.keep_freed): the repetitions reuse each other's memory,
+    and the blocks made before stay where they were mapped."""
     from mpi4py import MPI
 
+    keep_freed()
     out = None
     for comm in comms:
         comm.tracer = None

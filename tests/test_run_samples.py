@@ -129,3 +129,36 @@ def test_warm_repetitions_map_no_fresh_memory():
         mesh.free()
     assert r["verified"] and len(r["page_faults"]) == 4
     assert max(r["page_faults"]) < 64, r["page_faults"]
+
+
+@pytest.mark.mpi
+def test_blocks_and_state_are_made_before_freed_memory_is_kept(monkeypatch):
+    """`distmm run` has malloc keep freed memory from its timed repetitions on, its blocks and
+    the algorithm's state made before, where malloc maps them by default: kept before them, T10
+    16x1x1 at 16 ranks on 2 cores ran in a slow mode in half the jobs (bench.machine.keep_freed,
+    results/vm-2c-zen3/t10_modes_s85.txt)."""
+    import dataclasses
+
+    from mpi4py import MPI
+
+    import bench.runner as runner
+    from algorithms.t10 import ALGORITHM as t10
+    from topology import Mesh
+
+    events = []
+    monkeypatch.setattr(runner, "keep_freed", lambda: events.append("keep"))
+
+    def prepare(*args):
+        events.append("prepare")
+        return t10.prepare(*args)
+
+    world = MPI.COMM_WORLD
+    plan = t10.plan((96, 80, 72), world.Get_size())
+    mesh = Mesh(plan.mesh, world)
+    try:
+        algo = dataclasses.replace(t10, prepare=prepare)
+        r, _ = runner.run_plan(algo, plan, mesh, np.dtype(np.float32), 2, 1, verify="exact")
+    finally:
+        mesh.free()
+    assert r["verified"]
+    assert events[0] == "prepare" and "keep" in events[1:], events
