@@ -17,12 +17,13 @@ multiply / redistribute_out is printed, then per phase the median over the jobs 
 that took over --slow times it. --pause seconds pass before each job (a job after an idle spell
 was slow more often).
 
-The kernel has two modes too: ``--algo t10 --grid 16,1,1 --shape 8192,1024,512 --layouts native
+A kernel had two modes too: ``--algo t10 --grid 16,1,1 --shape 8192,1024,512 --layouts native
 --ranks 16`` (T10's ring, a shift after each short GEMM) took 0.17-0.20 s in some jobs and
-0.11-0.13 in the rest, the slow jobs' ranks switching 4-7 times as often (t10_modes_s85.txt).
-``--waits poll,heavy`` has the jobs take MPI's waiting in turn as well: yielding the core on
-each empty poll, as distmm sets it above the cores (bench/machine.py), or MPICH's heavy yield
-(MPIR_CVAR_ENABLE_HEAVY_YIELD=1, a short sleep instead), which had no slow job there.
+0.11-0.13 in the rest, the slow jobs' ranks switching 4-7 times as often, until `distmm run`
+made its blocks before having malloc keep freed memory (bench.machine.keep_freed;
+results/vm-2c-zen3/t10_modes_s85.txt). ``--waits poll,heavy`` has the jobs take MPI's waiting
+in turn as well: yielding the core on each empty poll, as distmm sets it above the cores
+(bench/machine.py), or MPICH's heavy yield (MPIR_CVAR_ENABLE_HEAVY_YIELD=1, a short sleep).
 """
 
 import argparse
