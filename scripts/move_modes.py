@@ -98,12 +98,11 @@ def main() -> int:
     launcher = Launcher.find()
     print(f"{args.jobs} jobs of `distmm {' '.join(argv)}` on {args.ranks} ranks")
     print(f"{'job':>4} {'fence/wait':>10} " + " ".join(f"{ph + ' [ms]':>22}" for ph in PHASES))
-    kinds = [f"{f}/{w}" for f in args.fences for w in args.waits]
+    kinds = [(f, w) for f in args.fences for w in args.waits]
     seen = {(k, ph): [] for k in kinds for ph in PHASES}
     jobs = {k: [] for k in kinds}
     for job in range(1, args.jobs + 1):
-        kind = kinds[(job - 1) % len(kinds)]
-        fence, wait = kind.split("/")
+        kind = fence, wait = kinds[(job - 1) % len(kinds)]
         os.environ["DISTMM_FENCE"] = fence
         os.environ["MPIR_CVAR_ENABLE_HEAVY_YIELD"] = WAITS[wait]
         time.sleep(args.pause)
@@ -115,7 +114,8 @@ def main() -> int:
         jobs[kind].append(job)
         for ph, t in zip(PHASES, times, strict=True):
             seen[kind, ph].append(t)
-        print(f"{job:>4} {kind:>10} " + " ".join(f"{t:>22.2f}" for t in times), flush=True)
+        label = f"{fence}/{wait}"
+        print(f"{job:>4} {label:>10} " + " ".join(f"{t:>22.2f}" for t in times), flush=True)
     for kind in jobs:  # each setting once, in the order given
         for ph in PHASES:
             times = seen[kind, ph]
@@ -123,7 +123,7 @@ def main() -> int:
                 continue
             mid = statistics.median(times)
             slow = [j for j, t in zip(jobs[kind], times, strict=True) if t > args.slow * mid]
-            which = f"fence/wait {kind}, " if len(jobs) > 1 else ""
+            which = f"fence/wait {'/'.join(kind)}, " if len(jobs) > 1 else ""
             print(
                 f"{which}{ph}: median {mid:.2f} ms; over {args.slow:g}x it in {len(slow)} of "
                 f"{len(times)} jobs" + (f" ({', '.join(map(str, slow))})" if slow else "")

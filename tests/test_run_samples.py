@@ -106,21 +106,20 @@ def test_delay_makes_the_run_slower():
 @pytest.mark.mpi
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
 def test_warm_repetitions_map_no_fresh_memory():
-    """Ranks keep freed memory (bench.machine.keep_freed, as `distmm run` sets it) and free the
-    last repetition's C before the next, so a warm repetition reuses the pages of the ones
-    before. summa3d on 8192x1024x512 (8 MB buffers) used to fault about 500 pages in afresh in
-    some repetitions after two warm-ups, at 1 rank and at 8 (55 ms such a one, 131 ms)."""
+    """Ranks keep freed memory from the repetitions on (bench.runner._timed sets
+    bench.machine.keep_freed) and free the last repetition's C before the next, so a warm
+    repetition reuses the pages of the ones before. summa3d on 8192x1024x512 (8 MB buffers)
+    used to fault about 500 pages in afresh in some repetitions after two warm-ups, at 1 rank
+    and at 8 (55 ms such a one, 131 ms)."""
     from mpi4py import MPI
 
     from algorithms.summa3d import ALGORITHM as summa3d
-    from bench.machine import keep_freed
     from bench.runner import run_plan
     from topology import Mesh
 
     world = MPI.COMM_WORLD
     if not summa3d.grids(world.Get_size()):
         pytest.skip("summa3d needs a cube number of ranks")
-    keep_freed()
     plan = summa3d.plan((8192, 1024, 512), world.Get_size())
     mesh = Mesh(plan.mesh, world)
     try:
