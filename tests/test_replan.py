@@ -1,9 +1,11 @@
 """The model against runs measured on 16-core machines (results/device-h200-16c, -16c-2): stored
 planner runs priced again by scripts/replan.py with the code as it is."""
 
+import json
 from pathlib import Path
 
-from launch import script
+import pandas as pd
+from launch import distmm, script
 
 ROOT = Path(__file__).resolve().parent.parent
 DEVICE = ROOT / "results" / "device-h200-16c"
@@ -328,3 +330,38 @@ def test_the_model_holds_on_the_avx2_amd_vm_again_eleven_stops_later():
     assert median <= 0.067 and "over 30%: 2 runs" in out
     out, median = _replay(vm, "model_emu_s71.csv", "profile_s71.json", runs=36)
     assert median <= 0.036 and "over 30%: 0 runs" in out
+
+
+def test_a_replay_sets_each_runs_gemms_beside_its_compute_only_loop(tmp_path):
+    """scripts/model_accuracy.py's `compute pred/meas`: the GEMM phase `distmm predict` prices
+    against the GEMM-only loop the run timed in its job (measured x (1 - comm share)), and the
+    summary's lines on it. Two of stop 85's runs (results/vm-2c-zen3), one below the cores and
+    one above them."""
+    vm = ROOT / "results" / "vm-2c-zen3"
+    profile = str(vm / "profile_s84_adding.json")
+    table = pd.read_csv(vm / "model_accuracy_s85.csv", keep_default_na=False)
+    runs = table[
+        ((table["algo"] == "summa") & (table["P"] == 4) & (table["shape"] == "K-large"))
+        | ((table["algo"] == "t10") & (table["P"] == 16) & (table["shape"] == "tall-skinny"))
+    ]
+    assert len(runs) == 2
+    runs.to_csv(tmp_path / "two.csv", index=False)
+    r = script("model_accuracy.py", "--replay", str(tmp_path / "two.csv"), "--profile", profile)
+    assert r.returncode == 0, r.stderr
+    header = r.stdout.splitlines()[0].split("  ")
+    assert "compute pred/meas" in [h.strip() for h in header]
+    shapes = {"K-large": "768,8192,768", "tall-skinny": "8192,1024,512"}
+    flags = {"summa": "--grid", "t10": "--fop"}
+    for _, run in runs.iterrows():
+        grid = run["grid"].replace("x", ",")
+        shape = shapes[run["shape"]]
+        argv = ["predict", run["algo"], flags[run["algo"]], grid, "--shape", shape]
+        p = distmm(*argv, "--P", str(run["P"]), "--profile", profile, "--json")
+        assert p.returncode == 0, p.stderr
+        gemm = json.loads(p.stdout)["predicted_phases"]["gemm"]
+        expected = gemm / (run["measured_s"] * (1 - run["comm share"]))
+        key = [run["algo"], str(run["P"]), run["shape"]]
+        line = next(ln for ln in r.stdout.splitlines() if ln.split()[:3] == key)
+        assert f"{expected:.3f}" in line.split(), (line, expected)
+    assert "compute alone (the GEMM-only loop each run timed in its job" in r.stdout
+    assert "the runs' pred/meas over their compute's" in r.stdout
