@@ -319,8 +319,12 @@ def format_result(r: dict) -> str:
                 for p in PHASES
                 if p != "multiply"
             )
+        gemm = r["predicted_phases"].get("gemm")
+        # the GEMM-only loop against the GEMM phase: where the two ratios agree, the miss is
+        # the machine computing at another speed than when it was calibrated
+        alone = f", compute-only / gemm {r['compute_seconds'] / gemm:.2f}" if gemm else ""
         lines.append(
             f"model        {sec(r['predicted_seconds'])} s predicted "
-            f"(measured / predicted {r['seconds'] / r['predicted_seconds']:.2f}); {phases}"
+            f"(measured / predicted {r['seconds'] / r['predicted_seconds']:.2f}{alone}); {phases}"
         )
     return "\n".join(lines)

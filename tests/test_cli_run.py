@@ -2,6 +2,7 @@
 
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -55,6 +56,20 @@ def test_json_record_from_user_layouts(tmp_path):
     assert rec["layouts_user"]["C"].endswith("@c=4")
     a, b, c = (np.load(tmp_path / f"{m}.npy") for m in "ABC")
     np.testing.assert_allclose(c, a @ b, rtol=1e-12, atol=1e-12)
+
+
+def test_text_sets_the_gemm_only_loop_beside_the_gemm_phase():
+    """With --profile the model line gives measured / predicted and the compute-only loop over
+    the GEMM phase, the ratio of the two figures printed above it."""
+    profile = Path(__file__).resolve().parent.parent / "results" / "vm-2c-zen3" / "profile.json"
+    r = distmm_mpi(2, "run", "summa", "--shape", "1024,1024,1024", "--profile", str(profile))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    compute = float(next(ln for ln in lines if ln.startswith("compute-only")).split()[1])
+    model = next(ln for ln in lines if ln.startswith("model "))
+    ratio = float(model.split("compute-only / gemm ")[1].split(")")[0])
+    gemm = float(model.split("gemm ")[-1].split(",")[0])
+    assert ratio == pytest.approx(compute / gemm, rel=0.02), model
 
 
 # (algorithm, ranks, extra flags): every algorithm at rank counts up to 16, checked from --dump
