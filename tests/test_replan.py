@@ -1,5 +1,6 @@
-"""The model against runs measured on 16-core machines (results/device-h200-16c, -16c-2): stored
-planner runs priced again by scripts/replan.py with the code as it is."""
+"""The model against runs measured before: stored planner runs (scripts/replan.py), model sweeps
+(scripts/model_accuracy.py --replay) and end-to-end moves (scripts/end_to_end.py --replay) of
+the 16-core machines and the 2-core VMs in results/, priced again with the code as it is."""
 
 import json
 from pathlib import Path
