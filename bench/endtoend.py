@@ -58,6 +58,8 @@ class EndToEnd:
                 "bytes_after": r.bytes_after,
                 "bytes_saved": r.bytes_saved,
                 "counted": r.counted,  # False: too many rank pairs to match, the order laid
+                # set: no order could save more (too little to match: the order laid)
+                "saved_at_most": r.saved_at_most,
             },
         }
 

@@ -293,6 +293,9 @@ def format_result(r: dict) -> str:
             + (
                 "not relabelled: the moves pair too many ranks to match)"
                 if not rl.get("counted", True)
+                else "not relabelled: no order saves more than "
+                f"{format_bytes(rl['saved_at_most'])})"
+                if rl.get("saved_at_most")  # (0: the order laid is the best, said as saved)
                 else f"saved {mib(rl['bytes_saved'])})"
                 if rl["bytes_saved"] >= 0  # on a machine hierarchy: fewer across outer levels
                 else f"{mib(-rl['bytes_saved'])} more, fewer across the outer levels)"

@@ -54,6 +54,9 @@ class Relabelling:
     # False: the moves paired too many ranks to match (layouts.endpoints.MAX_PAIRS), the
     # order is the one laid, not chosen
     counted: bool = True
+    # set where the order laid was kept unmatched because no order could save more than these
+    # bytes, too few to be worth matching (layouts.endpoints.WORTH_MATCHING)
+    saved_at_most: int | None = None
 
     @property
     def bytes_saved(self) -> int:

@@ -58,6 +58,21 @@ def test_json_record_from_user_layouts(tmp_path):
     np.testing.assert_allclose(c, a @ b, rtol=1e-12, atol=1e-12)
 
 
+def test_text_says_an_order_saving_too_little_was_not_matched():
+    """From rows into SUMMA 1x3 no order saves more than 0.4% of the bytes moved (less than
+    layouts.endpoints.WORTH_MATCHING): the relabel line says the order laid was kept and how
+    much another could save at most; the record has it too."""
+    argv = ("run", "summa", "--shape", "96,64,80", "--layouts", "rows")
+    r = distmm_mpi(3, *argv)
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("relabel "))
+    assert "not relabelled: no order saves more than" in line, line
+    rec = json.loads(distmm_mpi(3, *argv, "--json").stdout.strip().splitlines()[-1])
+    relabel = rec["relabel"]
+    assert relabel["bytes_saved"] == 0 and relabel["ranks"] == [0, 1, 2]
+    assert 0 < relabel["saved_at_most"] <= 0.01 * relabel["bytes_before"]
+
+
 def test_text_sets_the_gemm_only_loop_beside_the_gemm_phase():
     """With --profile the model line gives measured / predicted and the compute-only loop over
     the GEMM phase, the ratio of the two figures printed above it."""
