@@ -186,7 +186,7 @@ def relabelling(
             return Relabelling(tuple(start.tolist()), moved, moved, counted=False)
     total = sum(int(o[3].sum()) for o in overlaps)
     if not groups:
-        in_order, at_most = _kept_bounds(all_moves, overlaps, start, P)
+        in_order, at_most = kept_bounds(all_moves, overlaps, start, P)
         moved = (total - in_order) * itemsize
         if (at_most - in_order) * itemsize <= WORTH_MATCHING * moved:
             saved = (at_most - in_order) * itemsize
@@ -206,7 +206,7 @@ def relabelling(
     return replace(found, ranks=tuple(np.asarray(found.ranks)[start].tolist()))
 
 
-def _kept_bounds(all_moves, overlaps, start: np.ndarray, P: int) -> tuple[int, int]:
+def kept_bounds(all_moves, overlaps, start: np.ndarray, P: int) -> tuple[int, int]:
     """(elements kept in place with native mesh rank d on job rank ``start[d]``, at most how
     many any order keeps): each native rank on the job rank holding most of what it needs, move
     by move, whether or not those ranks are distinct (no matching; ufunc.at, no sort)."""
@@ -249,6 +249,7 @@ __all__ = [
     "UserLayout",
     "WORTH_MATCHING",
     "check_pairs",
+    "kept_bounds",
     "label",
     "move_counts",
     "move_overlaps",

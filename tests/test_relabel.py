@@ -211,3 +211,18 @@ def test_an_order_saving_too_little_to_match_is_not_matched(monkeypatch):
     twin = endpoints.Move("A", *user_layout(f"{spec}@c=4,r=4", (16, 16), 16), native, mesh, True)
     moved = endpoints.relabelling([twin], 16, 4)
     assert moved.saved_at_most is None and moved.bytes_after == 0 < moved.bytes_before
+
+
+def test_the_matching_never_saves_more_than_the_bound_says():
+    """scripts/relabel_gain.py at P = 64 from cols: for every algorithm, what the matching
+    saves is at most what the bound says any order could (the bound that decides whether it is
+    worked out)."""
+    from launch import script
+
+    r = script("relabel_gain.py", "--shape", "8192,8192,8192", "--P", "64", "--layouts", "cols")
+    assert r.returncode == 0, r.stderr
+    rows = [line.split() for line in r.stdout.splitlines()[2:]]
+    assert len(rows) == 9  # every algorithm admits 64 ranks
+    for row in rows:
+        at_most, saved = (float(x.rstrip("%")) for x in row[-4:-2])
+        assert 0 <= saved <= at_most + 1e-9, row
