@@ -31,7 +31,9 @@ With --trace-overhead it also times square runs with and without --trace.
 With --replay CSV it runs nothing: the runs of a table it wrote are priced again under
 --profile with the model as the code now has it (what a change to the model or the calibration
 would have made of runs already measured), and summed up as a sweep is; runs on an emulated
-cluster (the table's ``topology`` and ``links`` columns) are priced as such.
+cluster (the table's ``topology`` and ``links`` columns) are priced as such. Given several
+tables (sweeps of the same runs at other times) it sums them up as one: each run measured in
+at least half of them, by its median over them (:func:`pooled`).
 With --cluster RPN --emulate-links PRESET every run is on an emulated cluster of P / RPN nodes
 (``--topology cluster:P/RPN,RPN``, messages between nodes held to the preset's latency and
 bandwidth) and the table adds the share of the time that is communication (1 - compute-only /
@@ -126,15 +128,20 @@ def main() -> None:
     p.add_argument("--out", default="results/model_accuracy.csv")
     p.add_argument("--cluster", type=int, metavar="RPN", help="emulated nodes of RPN ranks")
     p.add_argument("--emulate-links", metavar="PRESET", help="the network, with --cluster")
-    p.add_argument("--replay", metavar="CSV", help="price the runs of a stored table again")
+    p.add_argument(
+        "--replay", metavar="CSV", nargs="+", help="price the runs of stored tables again"
+    )
     args = p.parse_args()
     if args.replay:
         if args.cluster or args.emulate_links:
             p.error("--replay takes each run's machine from the table, not --cluster")
-        if not Path(args.replay).is_file():
-            p.error(f"--replay: no table {args.replay}")
+        for path in args.replay:
+            if not Path(path).is_file():
+                p.error(f"--replay: no table {path}")
         try:
-            report(replayed(Path(args.replay), Profile.load(args.profile)), args)
+            profile = Profile.load(args.profile)
+            tables = [replayed(Path(path), profile) for path in args.replay]
+            report(tables[0] if len(tables) == 1 else pooled(tables), args)
         except ProfileError as err:
             p.error(str(err))
         return
@@ -246,6 +253,38 @@ def replayed(path: Path, profile) -> pd.DataFrame:
     return table.drop(columns=["phases"], errors="ignore")
 
 
+RUN = ["algo", "P", "shape", "grid", "topology", "links"]  # a run's identity across sweeps
+
+
+def pooled(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """Replayed sweeps of the same runs as one table: each run measured in at least half of
+    them, its measured seconds and communication share the medians over those sweeps (one
+    sweep's slow spell then decides nothing), ``rounds_s`` each sweep's measurement (the
+    rounds summary then reads sweeps), the prediction its own (the same in every sweep)."""
+    both = pd.concat([t.assign(sweep=i) for i, t in enumerate(tables)], ignore_index=True).reindex(
+        columns=[*tables[0].columns, "sweep"]
+    )
+    for column in ("topology", "links"):  # (tables from before them: on one node)
+        both[column] = both[column].fillna("mesh" if column == "topology" else "")
+    both["compute"] = both["measured_s"] * (1 - both["comm share"])
+    both["gemm"] = both["compute pred/meas"] * both["compute"]
+    out = both.groupby(RUN, sort=False).agg(
+        measured_s=("measured_s", "median"),
+        predicted_s=("predicted_s", "first"),
+        gemm=("gemm", "first"),
+        compute=("compute", "median"),
+        **{"comm share": ("comm share", "median")},
+        **{"bytes equal per rank": ("bytes equal per rank", "all")},
+        rounds_s=("measured_s", list),
+        sweeps=("sweep", "nunique"),
+    )
+    out = out[out["sweeps"] >= (len(tables) + 1) // 2].reset_index()
+    out["pred/meas"] = out["predicted_s"] / out["measured_s"]
+    out["compute pred/meas"] = out["gemm"] / out["compute"]
+    out["spread"] = out["rounds_s"].map(lambda r: max(r) / min(r))
+    return out.drop(columns=["gemm", "compute"])
+
+
 def _emulated(plan, topology: str, preset: str) -> tuple:
     """(binding, tree, links) of a run on ``topology`` with ``preset``'s links emulated, as
     `distmm run --topology T --emulate-links PRESET` binds and holds it (all None on a mesh)."""
@@ -281,11 +320,12 @@ def report(table: pd.DataFrame, args) -> None:
     )
     if "rounds_s" in table:
         first = (table["predicted_s"] / table["rounds_s"].map(lambda s: s[0]) - 1).abs()
+        kind = "sweep" if "sweeps" in table else "round"  # (pooled: each run's sweeps)
         print(
-            f"{len(table['rounds_s'].iloc[0])} rounds: the slowest round over the fastest, median "
-            f"{table['spread'].median():.2f}, over 1.3 in {int((table['spread'] > 1.3).sum())} "
-            f"runs; the first round alone: median |pred/meas - 1| = {first.median():.3f}, "
-            f"{int((first > 0.3).sum())} runs over 30%"
+            f"{table['rounds_s'].map(len).max()} {kind}s: the slowest {kind} over the fastest, "
+            f"median {table['spread'].median():.2f}, over 1.3 in "
+            f"{int((table['spread'] > 1.3).sum())} runs; the first {kind} alone: median "
+            f"|pred/meas - 1| = {first.median():.3f}, {int((first > 0.3).sum())} runs over 30%"
         )
     if "compute pred/meas" in table:
         print(compute_text(table))

@@ -17,6 +17,11 @@ median): how far the score moves with the rounds measured, e.g. K = 3 on a sweep
 for what the usual 3 could have made of it. With --debiased they are judged once more with
 each (algorithm, P)'s median pred/meas over the records divided out of its prices, fitted in
 sample: the most a per-algorithm correction of the model could score on these runs.
+
+A case found in several records files (sweeps of the same cases at other times) is judged on
+them all: each candidate by the median over the sweeps of its median there, those measured in
+at least half of the sweeps (:func:`_pooled`); the repeatability is then one sweep's against
+the others'. Each run's pred/meas is still its own.
 """
 
 import argparse
@@ -53,10 +58,11 @@ def main() -> int:
     )
     args = ap.parse_args()
     cases: dict[str, list[dict]] = {}
-    for line in (ln for f in args.records for ln in Path(f).read_text().splitlines()):
-        run = json.loads(line)
-        if run["runs"]:
-            cases.setdefault(run["case"], []).append(run)
+    for sweep, f in enumerate(args.records):
+        for line in Path(f).read_text().splitlines():
+            run = json.loads(line)
+            if run["runs"]:
+                cases.setdefault(run["case"], []).append({**run, "sweep": sweep})
     Profile.load(args.profile)  # (read here first: a bad profile fails before any process starts)
     hits = within = unmeasured = 0
     agree = [0, 0, 0]
@@ -64,6 +70,12 @@ def main() -> int:
     priced_now = []  # per case: (P, {candidate: (algorithm, seconds now, seconds measured)})
     ratios: dict[str, list[float]] = {}
     moves: dict[str, list[float]] = {"in": [], "out": []}  # pred/meas of each phase of moves
+    sweeps = max(len({run["sweep"] for run in runs}) for runs in cases.values())
+    if sweeps > 1:
+        print(
+            f"sweeps: up to {sweeps} measured each case; each candidate judged by its median over "
+            "those measuring it, if at least half; the rounds below are sweeps"
+        )
     print(f"{'case':<22}{'first choice now':<34}{'measured fastest':<34}{'first/fastest':>14}")
     # each case planned on its own, a process per core (results in the cases' order)
     price = partial(_replayed, profile=args.profile, layouts=args.layouts)
@@ -126,18 +138,21 @@ def _replayed(runs: list[dict], profile: str, layouts: str) -> dict:
     # seconds by candidate, measured and priced now; (algorithm, pred/meas) of each run, and
     # (side, pred/meas) of its moves
     measured, now, ratios, moves = {}, {}, [], []
-    rounds = {run["candidate"]: [r["seconds"] for r in run["runs"]] for run in runs}
+    rounds = _pooled(runs)
     argvs = [tuple(run["argv"]) for run in runs]
     for run in runs:
         name, c = run["candidate"], priced.get(tuple(run["argv"]))
-        measured[name] = statistics.median(rounds[name])
+        own = statistics.median(r["seconds"] for r in run["runs"])
         if c is not None:
-            now[name] = c.seconds
-            ratios.append((c.algo, c.seconds / measured[name]))
+            ratios.append((c.algo, c.seconds / own))
             for side, pred in zip(("in", "out"), c.redistribute, strict=True):
                 took = [r["phases"][f"redistribute_{side}"]["seconds"] for r in run["runs"]]
                 if pred > 0 and statistics.median(took) > 0:
                     moves.append((side, pred / statistics.median(took)))
+        if name in rounds:
+            measured[name] = statistics.median(rounds[name])
+            if c is not None:
+                now[name] = c.seconds
     first = min(now, key=now.get)
     fastest = min(measured, key=measured.get)
     algos = {run["candidate"]: run["argv"][1] for run in runs}
@@ -156,6 +171,28 @@ def _replayed(runs: list[dict], profile: str, layouts: str) -> dict:
 
 
 _loaded = cache(Profile.load)  # a profile read once per process
+
+
+def _pooled(runs: list[dict]) -> dict[str, list[float]]:
+    """Each candidate's rounds (seconds) to judge a case by: from one sweep its rounds; where
+    the case was measured in several sweeps (records files, ``run["sweep"]``), the median of
+    each sweep's rounds, for the candidates measured in at least half of those sweeps (one
+    sweep's slow spell then decides nothing, and no candidate is judged on a sweep or two
+    against others judged on many)."""
+    by_name: dict[str, list[dict]] = {}
+    for run in runs:
+        by_name.setdefault(run["candidate"], []).append(run)
+    sweeps = len({run.get("sweep", 0) for run in runs})
+    least = min((sweeps + 1) // 2, max(map(len, by_name.values())))
+    if sweeps == 1:
+        return {
+            name: [r["seconds"] for run in rs for r in run["runs"]] for name, rs in by_name.items()
+        }
+    return {
+        name: [statistics.median(r["seconds"] for r in run["runs"]) for run in rs]
+        for name, rs in by_name.items()
+        if len(rs) >= least
+    }
 
 
 def _machine(argv: list[str]) -> tuple[str, str | None]:

@@ -366,3 +366,65 @@ def test_a_replay_sets_each_runs_gemms_beside_its_compute_only_loop(tmp_path):
         assert f"{expected:.3f}" in line.split(), (line, expected)
     assert "compute alone (the GEMM-only loop each run timed in its job" in r.stdout
     assert "the runs' pred/meas over their compute's" in r.stdout
+
+
+def test_a_case_measured_in_several_sweeps_is_judged_on_their_medians():
+    """scripts/replan.py given several sweeps of a case: each candidate its median over the
+    sweeps' medians, those measured in fewer than half of the sweeps left out (before, each
+    candidate kept the last file's timing: the first sweeps were silently dropped)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from replan import _pooled
+
+    def run(name: str, sweep: int, *seconds: float) -> dict:
+        return {"candidate": name, "sweep": sweep, "runs": [{"seconds": s} for s in seconds]}
+
+    one = _pooled([run("a", 0, 3.0, 1.0, 2.0), run("b", 0, 4.0)])
+    assert one == {"a": [3.0, 1.0, 2.0], "b": [4.0]}
+    slow_once = [run("a", i, t, t) for i, t in enumerate((1.0, 9.0, 1.2))]
+    slow_once += [run("b", i, 1.1) for i in range(3)] + [run("c", 2, 0.5)]
+    assert _pooled(slow_once) == {"a": [1.0, 9.0, 1.2], "b": [1.1, 1.1, 1.1]}
+
+
+def test_the_planner_judged_on_the_avx2_amd_vms_sweeps_together():
+    """Stops 67-86's sweeps of the planner on the Zen 3 VM, nine on an emulated cluster (1 GbE,
+    2 ranks a node) and ten from block layouts on one node, each case's candidates judged by
+    their medians over the sweeps (scripts/replan.py): with stop 84's calibration the first
+    choice is the fastest in 26 and 28 of 32 cases (81%, 88%), within 10% in 32 and 31; one
+    sweep alone picks the others' fastest in 88% and 94% of trials (a sweep's rounds alone:
+    70-86%). Issue 12's and 13's targets are 80% and 95%."""
+    vm = ROOT / "results" / "vm-2c-zen3"
+    stops = (67, 68, 69, 70, 71, 72, 73, 84, 86)
+    for kind, least in (("emu", (26, 32)), ("block", (28, 31))):
+        records = [f"plan_{kind}_s{s}.jsonl" for s in stops]
+        records += ["plan_block.jsonl"] if kind == "block" else []
+        out = _replan("profile_s84_adding.json", vm, records)
+        assert "cases 32: " in out and "the rounds below are sweeps" in out
+        fastest, within = _hits(out)
+        assert fastest >= least[0] and within >= least[1], (kind, out.splitlines()[-4:])
+
+
+def test_model_sweeps_replayed_together_are_judged_on_their_medians():
+    """scripts/model_accuracy.py --replay of several tables: each run by its median over the
+    sweeps that measured it (a table pooled with itself reads as the table alone). The Zen 3
+    VM's five model sweeps (stops 71-86, every algorithm at P = 2-16 on three shapes) under stop
+    71's calibration: 141 runs a median 6.1% off, one over 30% (summa 3x4 on the tall-skinny
+    shape at 12 ranks, 1.31); their GEMM-only loops a median 9.5% from the GEMM phase."""
+    vm = ROOT / "results" / "vm-2c-zen3"
+    profile = str(vm / "profile_s71.json")
+    twice = [str(vm / "model_accuracy_s84.csv")] * 2
+    alone, _ = _replay(vm, "model_accuracy_s84.csv", "profile_s84_adding.json", runs=141)
+    r = script(
+        "model_accuracy.py", "--replay", *twice, "--profile", str(vm / "profile_s84_adding.json")
+    )
+    assert r.returncode == 0, r.stderr
+    summary = [ln for ln in alone.splitlines() if ln.startswith(("runs: ", "over 30%"))]
+    assert summary == [ln for ln in r.stdout.splitlines() if ln.startswith(("runs: ", "over 30%"))]
+    tables = [str(vm / f"model_accuracy_s{s}.csv") for s in (71, 72, 84, 85, 86)]
+    r = script("model_accuracy.py", "--replay", *tables, "--profile", profile)
+    assert r.returncode == 0, r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("runs: 141;"))
+    assert float(line.split("= ")[1]) < 0.07
+    over = next(ln for ln in r.stdout.splitlines() if ln.startswith("over 30%: "))
+    assert int(over.split()[2]) <= 1 and "5 sweeps: " in r.stdout
