@@ -261,11 +261,9 @@ def pooled(tables: list[pd.DataFrame]) -> pd.DataFrame:
     them, its measured seconds and communication share the medians over those sweeps (one
     sweep's slow spell then decides nothing), ``rounds_s`` each sweep's measurement (the
     rounds summary then reads sweeps), the prediction its own (the same in every sweep)."""
-    both = pd.concat([t.assign(sweep=i) for i, t in enumerate(tables)], ignore_index=True).reindex(
-        columns=[*tables[0].columns, "sweep"]
-    )
-    for column in ("topology", "links"):  # (tables from before them: on one node)
-        both[column] = both[column].fillna("mesh" if column == "topology" else "")
+    both = pd.concat([t.assign(sweep=i) for i, t in enumerate(tables)], ignore_index=True)
+    for column, alone in (("topology", "mesh"), ("links", "")):  # (tables from before them)
+        both[column] = both[column].fillna(alone) if column in both else alone
     both["compute"] = both["measured_s"] * (1 - both["comm share"])
     both["gemm"] = both["compute pred/meas"] * both["compute"]
     out = both.groupby(RUN, sort=False).agg(
