@@ -2,7 +2,7 @@
 whether it is worked out at all (layouts.endpoints.WORTH_MATCHING) and what working it out costs:
 for every algorithm's default plan at P, the bytes its moves send in the order laid, the most
 any order could save (each mesh rank on the rank holding most of what it needs) and what the
-matching saved, with the seconds of each.
+matching saved (float32), with the seconds of each.
 
     .venv/bin/python scripts/relabel_gain.py --shape 65536,65536,65536 --P 4096
         [--layouts block-cyclic:64]
@@ -17,11 +17,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.units import parse_shape, positive
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shape", required=True, help="M,K,N")
-    ap.add_argument("--P", type=int, required=True, help="ranks")
+    ap.add_argument("--shape", required=True, type=parse_shape, help="M,K,N")
+    ap.add_argument("--P", type=positive, required=True, help="ranks")
     ap.add_argument("--layouts", default="block", help="the user's layouts of A, B and C")
     args = ap.parse_args()
 
@@ -29,11 +31,16 @@ def main() -> int:
     from bench.model.redistribution import plan_moves
     from layouts import endpoints
     from layouts.endpoints import move_overlaps, user_layouts
+    from layouts.tensorlayout import LayoutError
+    from topology.mesh import MeshError
 
-    shape = tuple(int(x) for x in args.shape.split(","))
-    users = user_layouts(dict.fromkeys("ABC", args.layouts), shape, args.P)
+    shape = args.shape
+    try:
+        users = user_layouts(dict.fromkeys("ABC", args.layouts), shape, args.P)
+    except (LayoutError, MeshError) as err:
+        ap.error(str(err))
     print(
-        f"{args.layouts} at P = {args.P}, {args.shape}; worth matching above "
+        f"{args.layouts} at P = {args.P}, {'x'.join(map(str, shape))}; worth matching above "
         f"{endpoints.WORTH_MATCHING:.0%} of the bytes moved in order"
     )
     print(
