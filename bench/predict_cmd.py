@@ -101,6 +101,7 @@ def _end_to_end(plan, pred, price) -> dict:
         "predicted_redistribute_out_seconds": price.redistribute_out,
         "predicted_closing_barrier_seconds": price.closing,
         "relabel_bytes_saved": price.bytes_saved,
+        "relabel_saved_at_most": price.saved_at_most,  # set: the order laid, kept unmatched
         "predicted_gflops": plan.flops / total / 1e9 if total else None,
     }
 
@@ -141,7 +142,12 @@ def _on_mesh(args, module, plan, profile, rpn: int, started, users) -> tuple[dic
         f"{'end-to-end':<16}{record['predicted_seconds']:>14.6f}   "
         f"{record['predicted_gflops']:.1f} GFLOP/s"
         + (
-            f"   (relabelling saves {format_bytes(price.bytes_saved)})" if price.bytes_saved else ""
+            f"   (relabelling saves {format_bytes(price.bytes_saved)})"
+            if price.bytes_saved
+            else "   (not relabelled: no order saves more than "
+            f"{format_bytes(price.saved_at_most)})"
+            if price.saved_at_most
+            else ""
         ),
         f"rank 0 sends {format_bytes(pred.bytes_sent, 'MiB')} in {pred.messages} messages "
         f"({pred.bytes_sent / word:.4g} words)",

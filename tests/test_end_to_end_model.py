@@ -132,6 +132,20 @@ def test_relabelling_a_permuted_native_layout_moves_nothing(profile_file):
     assert rec["predicted_redistribute_in_seconds"] > barrier and rec["relabel_bytes_saved"] == 0
 
 
+def test_predict_says_an_order_saving_too_little_was_not_matched(profile_file):
+    """From rows into SUMMA 1x3 no order saves more than 0.4% of the bytes moved in order
+    (under layouts.endpoints.WORTH_MATCHING): `predict` keeps the order laid, as `run` does,
+    and says how much another could save at most (text and JSON)."""
+    args = ("predict", "summa", "--shape", "96,64,80", "--P", "3", "--layouts", "rows")
+    r = distmm(*args, "--profile", str(profile_file))
+    assert r.returncode == 0, r.stderr
+    assert "(not relabelled: no order saves more than 208 B)" in r.stdout
+    rec = json.loads(distmm(*args, "--profile", str(profile_file), "--json").stdout)
+    assert rec["relabel_saved_at_most"] == 208 and rec["relabel_bytes_saved"] == 0
+    rec = json.loads(_predict(profile_file, "--layouts", SWAPPED).stdout)
+    assert rec["relabel_saved_at_most"] is None and rec["relabel_bytes_saved"] > 0
+
+
 @pytest.mark.parametrize(
     "extra",
     [

@@ -30,6 +30,9 @@ class MovePrice:
     bytes_saved: int  # by the relabelling, against the identity order
     closing: float = 0.0
     has_moves: bool = True  # False: every layout native, nothing timed but the multiplication
+    # set where the relabelling kept the order laid unmatched: no order saves more bytes
+    # (layouts.relabel.Relabelling.saved_at_most)
+    saved_at_most: int | None = None
 
     @property
     def seconds(self) -> float:

@@ -199,11 +199,12 @@ def price_moves(
     ranks = found.ranks if found is not None else placed
     pi = np.arange(P) if ranks is None else np.asarray(ranks, np.int64)
     saved = found.bytes_saved if found is not None else 0
+    at_most = found.saved_at_most if found is not None else None
     if links is None and all(one_holder(m.src, m.src_mesh) for m in all_moves):
         args = (pi, P, profile, itemsize, ranks_per_node)
         (t_in, t_out), words = _by_sides(all_moves, overlaps, *args)
         in_end, closing = ending_barriers(t_in, t_out, P, profile, ranks_per_node, links)
-        return MovePrice(t_in + in_end, t_out, words, ranks, saved, closing)
+        return MovePrice(t_in + in_end, t_out, words, ranks, saved, closing, saved_at_most=at_most)
     keys: dict = {True: [], False: []}  # src * P + dst of the moves in and out
     counts: dict = {True: [], False: []}
     words = 0
@@ -229,7 +230,9 @@ def price_moves(
     in_end, closing = ending_barriers(
         phases[True], phases[False], P, profile, ranks_per_node, links
     )
-    return MovePrice(phases[True] + in_end, phases[False], words, ranks, saved, closing)
+    return MovePrice(
+        phases[True] + in_end, phases[False], words, ranks, saved, closing, saved_at_most=at_most
+    )
 
 
 def _by_sides(all_moves, overlaps, pi, P: int, profile, itemsize: int, rpn: int) -> tuple:
