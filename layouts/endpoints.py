@@ -187,9 +187,8 @@ def relabelling(
     total = sum(int(o[3].sum()) for o in overlaps)
     if not groups:
         in_order, at_most = kept_bounds(all_moves, overlaps, start, P)
-        moved = (total - in_order) * itemsize
-        if (at_most - in_order) * itemsize <= WORTH_MATCHING * moved:
-            saved = (at_most - in_order) * itemsize
+        moved, saved = (total - in_order) * itemsize, (at_most - in_order) * itemsize
+        if saved <= WORTH_MATCHING * moved:
             return Relabelling(tuple(start.tolist()), moved, moved, saved_at_most=saved)
     jobs, natives, kept = [], [], []
     for m, (s, d, count, _) in zip(all_moves, overlaps, strict=True):

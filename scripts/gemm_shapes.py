@@ -25,21 +25,12 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
+from model_accuracy import SHAPES as MODEL_SHAPES  # noqa: E402
+from plan_accuracy import SHAPES as PLAN_SHAPES  # noqa: E402
 
-# the model and planner sweeps' shapes (scripts/model_accuracy.py, scripts/plan_accuracy.py)
-SHAPES = (
-    (2048, 2048, 2048),
-    (8192, 1024, 512),
-    (768, 8192, 768),
-    (1024, 1024, 1024),
-    (1536, 1536, 1536),
-    (8192, 512, 512),
-    (4096, 256, 1024),
-    (512, 8192, 512),
-    (512, 512, 8192),
-    (2048, 1024, 512),
-)
+# the model and planner sweeps' shapes, each once
+SHAPES = tuple(dict.fromkeys((*MODEL_SHAPES.values(), *PLAN_SHAPES)))
 
 
 def run_shapes(ranks: list[int], top: int) -> list[tuple[int, int, int]]:

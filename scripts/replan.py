@@ -183,11 +183,11 @@ def _pooled(runs: list[dict]) -> dict[str, list[float]]:
     for run in runs:
         by_name.setdefault(run["candidate"], []).append(run)
     sweeps = len({run.get("sweep", 0) for run in runs})
-    least = min((sweeps + 1) // 2, max(map(len, by_name.values())))
     if sweeps == 1:
         return {
             name: [r["seconds"] for run in rs for r in run["runs"]] for name, rs in by_name.items()
         }
+    least = min((sweeps + 1) // 2, max(map(len, by_name.values())))
     return {
         name: [statistics.median(r["seconds"] for r in run["runs"]) for run in rs]
         for name, rs in by_name.items()
