@@ -156,13 +156,13 @@ def test_sweep_records_a_crashed_run_and_goes_on(tmp_path):
             "--warmup",
             "0",
             "--timeout",
-            "60",
+            "20",
             "--results",
             str(tmp_path / "r.csv"),
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=90,
         env=env,
         cwd=tmp_path,
     )
@@ -170,7 +170,11 @@ def test_sweep_records_a_crashed_run_and_goes_on(tmp_path):
     with open(tmp_path / "r.csv", newline="") as fh:
         rows = {row["P"]: row for row in csv.DictReader(fh)}
     status = {P: row["status"] for P, row in rows.items()}
-    assert status == {"2": "failed", "1": "ok"}  # rank 1 exists only in the 2-rank run
+    # rank 1 exists only in the 2-rank run. Hydra ends a job whose rank died without MPI
+    # clean-up, but now and then misses the death (a race reading its exit status: MPICH
+    # issues 7057 and 4862; seen once in CI at 5.0.2), and the job then waits for the sweep's
+    # timeout: a row either way, and the sweep goes on
+    assert status["1"] == "ok" and status["2"] in ("failed", "timeout"), status
     for row in rows.values():  # the failed job printed no record: the sweep says what it ran with
         assert json.loads(row["settings"])["DISTMM_FAULT"] == env["DISTMM_FAULT"]
     assert stale(since) == []  # the crashed job's shared memory, removed by the sweep
