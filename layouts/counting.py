@@ -21,6 +21,7 @@ from topology.mesh import AbstractMesh, MeshError
 
 from .blockmap import grain
 from .redistribute import Placement, check_pair, placement
+from .residues import residue_sums, windowed_keys
 from .tensorlayout import TensorLayout
 
 _CHUNK = 1 << 20  # key combinations handled at once by the counting (bounds its memory)
@@ -296,7 +297,9 @@ def pair_bound(
 ) -> int:
     """At most how many (source rank, destination rank) entries :func:`overlap_pairs` makes
     before summing them (its memory): the per-dimension keys' combinations times the holders
-    of each, found without making any."""
+    of each, found without making any. Where layouts/residues.py counts a window of Time chunks
+    as one, it makes fewer; the bound stays the chunks' (which moves are held, priced streamed
+    or relabelled, in the plan and in the run, is as before)."""
     splace, dplace, per_dim = _counting(src, src_mesh, dst, dst_mesh)
     combinations = math.prod(len(keys) for keys, *_ in per_dim)
     return combinations * splace.holders.shape[1] * dplace.holders.shape[1]
@@ -351,26 +354,18 @@ def _keys(per_dim: list, splace: Placement, dplace: Placement, runs: bool | None
     first, first_counts = (
         per_dim[0][:2] if len(per_dim) > 1 else (np.zeros((1, 4), np.int64), np.ones(1, np.int64))
     )
+    windowed = windowed_keys(first, first_counts, keys, weights, splace, dplace, _CHUNK)
+    if windowed is not None:
+        yield from windowed
+        return
     step = max(1, _CHUNK // max(1, len(keys)))
     for lo in range(0, len(first), step):
         part = first[lo : lo + step]
         cs = [np.outer(first_counts[lo : lo + step], w).ravel() for w in weights]
         sbase, dbase = (np.add.outer(part[:, j], keys[:, j]).ravel() for j in (0, 2))
-        sres = _residues(part[:, 1], keys[:, 1], splace.n_time)
-        dres = _residues(part[:, 3], keys[:, 3], dplace.n_time)
+        sres = residue_sums(part[:, 1], keys[:, 1], splace.n_time)
+        dres = residue_sums(part[:, 3], keys[:, 3], dplace.n_time)
         yield sbase, sres, dbase, dres, *cs
-
-
-def _residues(first: np.ndarray, rest: np.ndarray, n_time: int) -> np.ndarray:
-    """The residue parts of ``first`` and ``rest`` summed (np.add.outer, raveled) modulo the
-    layout's time chunks; where there is one chunk (most layouts), zeros: a read-only broadcast,
-    nothing summed."""
-    if n_time == 1:
-        return np.broadcast_to(np.zeros(1, np.int64), (first.size * rest.size,))
-    parts = np.add.outer(first, rest).ravel()
-    if n_time & (n_time - 1) == 0:  # a power of two (T10's Time axes): a mask, not a division
-        return np.bitwise_and(parts, n_time - 1, out=parts)
-    return np.remainder(parts, n_time, out=parts)
 
 
 def _rows(table: np.ndarray, residues: np.ndarray) -> np.ndarray:
