@@ -127,14 +127,15 @@ def _replayed(runs: list[dict], profile: str, layouts: str) -> dict:
     users = user_layouts(dict.fromkeys("ABC", layouts), shape, P)
     topology, links = _machine(runs[0]["argv"])
     cands = candidates(shape, P, profile, "float32", P, topology, links, users=users, emulated=True)
-    # each algorithm alone: a run of one the planner now leaves to its twin (Algorithm.
-    # same_as: summa25d on p x p x 1, say) is priced as itself
-    priced = {}
-    for algo in {run["argv"][1] for run in runs}:
+    priced = {tuple(c.run_args(shape, "float32", topology, links)): c for c in cands}
+    # a run the ranking left out, or left to its twin (Algorithm.same_as: summa25d on p x p x
+    # 1, say), priced with its algorithm alone
+    for algo in {run["argv"][1] for run in runs if tuple(run["argv"]) not in priced}:
         alone = candidates(
             shape, P, profile, "float32", P, topology, links, [algo], users, emulated=True
         )
-        priced.update({tuple(c.run_args(shape, "float32", topology, links)): c for c in alone})
+        for c in alone:
+            priced.setdefault(tuple(c.run_args(shape, "float32", topology, links)), c)
     # seconds by candidate, measured and priced now; (algorithm, pred/meas) of each run, and
     # (side, pred/meas) of its moves
     measured, now, ratios, moves = {}, {}, [], []
