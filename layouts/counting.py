@@ -345,7 +345,8 @@ def _keys(per_dim: list, splace: Placement, dplace: Placement, runs: bool | None
     over the logical elements, grouped: :func:`_per_dim`'s rows combined across dimensions;
     with ``runs``, in place of the elements the contiguous runs of them (rows of the blocks
     are C-ordered: a run is consecutive indices of the last dimension); ``runs`` None: both,
-    (..., elements, runs)."""
+    (..., elements, runs). Time chunks sharing holders come as one key per window, residue
+    its first chunk's, where layouts/residues.py can group them."""
     keys, counts, last_runs = per_dim[-1]
     weights = [last_runs] if runs else [counts] if runs is False else [counts, last_runs]
     for k, c, _ in reversed(per_dim[1:-1]):  # the inner dimensions, fully combined
