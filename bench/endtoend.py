@@ -22,6 +22,8 @@ from layouts.relabel import Relabelling
 from layouts.tensorlayout import LayoutError
 from topology.hierarchy import subtrees_of
 
+from .units import format_bytes
+
 PHASES = ("redistribute_in", "multiply", "redistribute_out")
 
 
@@ -109,6 +111,12 @@ def _relabelling(needed, P: int, itemsize: int, groups, placed, comm) -> Relabel
     if isinstance(found, LayoutError):
         raise found
     return found
+
+
+def unmatched_text(saved_at_most: int) -> str:
+    """What `distmm run` and `predict` say where the relabelling kept the order laid unmatched
+    (layouts.relabel.Relabelling.saved_at_most)."""
+    return f"not relabelled: no order saves more than {format_bytes(saved_at_most)}"
 
 
 def placed_binding(mesh, e2e):
@@ -212,4 +220,12 @@ class Pipeline:
         return self.io.redistribute(block, plan, comm, matrix, peers, reuse=True)
 
 
-__all__ = ["PHASES", "EndToEnd", "Pipeline", "end_to_end", "job_comm", "placed_binding"]
+__all__ = [
+    "PHASES",
+    "EndToEnd",
+    "Pipeline",
+    "end_to_end",
+    "job_comm",
+    "placed_binding",
+    "unmatched_text",
+]

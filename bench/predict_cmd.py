@@ -20,6 +20,7 @@ from layouts.endpoints import label
 
 from .calibration import unsteady_note
 from .cluster import default_network, threads_text
+from .endtoend import unmatched_text
 from .errors import UsageError
 from .model import (
     Profile,
@@ -144,8 +145,7 @@ def _on_mesh(args, module, plan, profile, rpn: int, started, users) -> tuple[dic
         + (
             f"   (relabelling saves {format_bytes(price.bytes_saved)})"
             if price.bytes_saved
-            else "   (not relabelled: no order saves more than "
-            f"{format_bytes(price.saved_at_most)})"
+            else f"   ({unmatched_text(price.saved_at_most)})"
             if price.saved_at_most
             else ""
         ),

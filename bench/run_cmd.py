@@ -17,7 +17,7 @@ import numpy as np
 from layouts.tensorlayout import TooManyPairs
 
 from .calibration import other_machine_note
-from .endtoend import PHASES, end_to_end, job_comm, placed_binding
+from .endtoend import PHASES, end_to_end, job_comm, placed_binding, unmatched_text
 from .errors import UsageError
 from .faults import fault_from_env
 from .metadata import collect
@@ -293,8 +293,7 @@ def format_result(r: dict) -> str:
             + (
                 "not relabelled: the moves pair too many ranks to match)"
                 if not rl.get("counted", True)
-                else "not relabelled: no order saves more than "
-                f"{format_bytes(rl['saved_at_most'])})"
+                else f"{unmatched_text(rl['saved_at_most'])})"
                 if rl.get("saved_at_most")  # (0: the order laid is the best, said as saved)
                 else f"saved {mib(rl['bytes_saved'])})"
                 if rl["bytes_saved"] >= 0  # on a machine hierarchy: fewer across outer levels
