@@ -12,6 +12,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -66,10 +67,8 @@ def main() -> int:
         t0 = time.perf_counter()
         in_order, at_most = endpoints.kept_bounds(moves, overlaps, np.arange(args.P), args.P)
         t1 = time.perf_counter()
-        worth = endpoints.WORTH_MATCHING
-        endpoints.WORTH_MATCHING = 0.0  # matched whatever it saves
-        matched = endpoints.relabelling(moves, args.P, 4, overlaps=overlaps)
-        endpoints.WORTH_MATCHING = worth
+        with mock.patch.object(endpoints, "WORTH_MATCHING", 0.0):  # matched whatever it saves
+            matched = endpoints.relabelling(moves, args.P, 4, overlaps=overlaps)
         t2 = time.perf_counter()
         before = max(matched.bytes_before, 1)
         print(
