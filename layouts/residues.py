@@ -47,20 +47,12 @@ def windowed_keys(first, first_counts, rest, weights, splace, dplace, chunk: int
     arrays over ``first`` x ``rest`` (key rows (src rank, src residue, dst rank, dst residue)
     with ``first_counts`` elements each; ``weights`` per rest row), window by window, about
     ``chunk`` entries at a time; None where it does not apply (see the module's doc)."""
-    for col, place, other in ((3, dplace, 1), (1, splace, 3)):
-        found = windows(place) if place.n_time > 1 else None
-        if found is not None and not (first[:, other].any() or rest[:, other].any()):
-            return _windowed(first, first_counts, rest, weights, col, place.n_time, *found, chunk)
-    return None
-
-
-def _windowed(first, first_counts, rest, weights, col, n_time, window, rep, chunk):
-    by_res = first[:, col] % n_time
-    rank_parts = first[:, [0, 2]]
-    groups, group = np.unique(rank_parts, axis=0, return_inverse=True)
-    group = group.ravel()
-    if len(groups) * len(rep) >= len(first):  # nothing to gain
+    rest_residues = (bool(rest[:, 1].any()), bool(rest[:, 3].any()))
+    found = _windowing(first, rest_residues, splace, dplace)
+    if found is None:
         return None
+    col, n_time, window, rep, groups, group = found
+    by_res = first[:, col] % n_time
     hist = np.zeros((len(groups), n_time), np.int64)
     np.add.at(hist, (group, by_res), first_counts)
     shifts, at = np.unique(rest[:, col] % n_time, return_inverse=True)
@@ -71,6 +63,36 @@ def _windowed(first, first_counts, rest, weights, col, n_time, window, rep, chun
         into[np.arange(n_time), window[(np.arange(n_time) + v) % n_time]] = 1
         summed[i] = hist @ into
     return _entries(groups, summed, at.ravel(), rest, weights, col, rep, chunk)
+
+
+def windowed_size(first, rest_rows: int, rest_residues: tuple[bool, bool], splace, dplace):
+    """At most how many keys :func:`windowed_keys` makes over ``first`` and ``rest_rows`` rest
+    rows (``rest_residues``: whether any has a source residue, a destination residue), found
+    without making them; None where it does not apply."""
+    found = _windowing(first, rest_residues, splace, dplace)
+    if found is None:
+        return None
+    _, _, _, rep, groups, _ = found
+    return len(groups) * len(rep) * rest_rows
+
+
+def _windowing(first, rest_residues: tuple[bool, bool], splace, dplace):
+    """(residue column, chunks, window, rep, groups, group) where one layout's windows are
+    narrower than its Time axis, the other's residues are all 0, and counting by window makes
+    fewer keys (``groups``: the distinct rank parts of ``first``; ``group``: each row's);
+    else None."""
+    for col, place, other in ((3, dplace, 1), (1, splace, 3)):
+        if place.n_time == 1 or first[:, other].any() or rest_residues[other // 2]:
+            continue
+        found = windows(place)
+        if found is None:
+            continue
+        window, rep = found
+        groups, group = np.unique(first[:, [0, 2]], axis=0, return_inverse=True)
+        if len(groups) * len(rep) >= len(first):  # nothing to gain
+            return None
+        return col, place.n_time, window, rep, groups, group.ravel()
+    return None
 
 
 def _entries(groups, summed, at, rest, weights, col, rep, chunk):
@@ -93,4 +115,4 @@ def _entries(groups, summed, at, rest, weights, col, rep, chunk):
         yield tuple(np.concatenate(parts) for parts in out)
 
 
-__all__ = ["residue_sums", "windowed_keys", "windows"]
+__all__ = ["residue_sums", "windowed_keys", "windowed_size", "windows"]

@@ -10,7 +10,7 @@ from test_exchange_counts import brute
 
 from algorithms import get
 from bench.model.redistribution import plan_moves
-from layouts import counting, residues
+from layouts import counting
 from layouts.endpoints import user_layouts
 
 SHAPE = (96, 64, 80)
@@ -40,14 +40,14 @@ def _counted(move):
 
 @pytest.mark.parametrize("P,fop", GRIDS)
 def test_counts_by_window_are_the_counts_by_chunk(P, fop, monkeypatch):
-    windowed, counted = [], residues._windowed
+    windowed, counted = [], counting.windowed_keys
 
     def spy(*args):
         keys = counted(*args)
         windowed.append(keys is not None)
         return keys
 
-    monkeypatch.setattr(residues, "_windowed", spy)
+    monkeypatch.setattr(counting, "windowed_keys", spy)
     for move in _moves_of_b(P, fop):
         by_window = _counted(move)
         assert windowed and all(windowed), move  # each count went window by window
@@ -74,3 +74,30 @@ def test_keys_by_window_are_fewer():
     entries = sum(s.size for s, *_ in counting.overlap_chunks(*move))
     s, d, _, _ = counting.overlap_pairs(*move)
     assert entries == s.size  # one entry per rank pair (chunk by chunk: 4 per pair)
+
+
+@pytest.mark.parametrize("P,fop", GRIDS)
+def test_the_pair_bound_is_the_windows(P, fop, monkeypatch):
+    """layouts.counting.pair_bound counts a window as the counting does: at least the entries
+    it makes, fewer than chunk by chunk (what decides whether a move's pairs are held)."""
+    for move in _moves_of_b(P, fop):
+        counting._counting.cache_clear()
+        entries = sum(s.size for s, *_ in counting.overlap_chunks(*move))
+        bound = counting.pair_bound(*move)
+        with monkeypatch.context() as chunk_by_chunk:
+            chunk_by_chunk.setattr(counting, "windowed_size", lambda *args: None)
+            chunk_by_chunk.setattr(counting, "windowed_keys", lambda *args: None)
+            chunks = counting.pair_bound(*move)
+            assert entries < sum(s.size for s, *_ in counting.overlap_chunks(*move)) <= chunks
+        assert entries <= bound < chunks, move
+    counting._counting.cache_clear()
+
+
+def test_a_move_of_8192_ranks_is_bounded_by_its_windows():
+    """B from cols into T10 F_op 2x64x64 at 8192 ranks (8192^3): 64 chunks in 2 windows, 33.5
+    million entries chunk by chunk, beyond layouts.endpoints.MAX_PAIRS; by window 1.05 million
+    (bounded, not made: no counting here)."""
+    shape, P = (8192, 8192, 8192), 8192
+    plan = get("t10").plan(shape, P, fop=(2, 64, 64), pace=1)
+    (into,) = [m for m in plan_moves(user_layouts({"B": "cols"}, shape, P), plan) if m.into]
+    assert counting.pair_bound(into.src, into.src_mesh, into.dst, into.dst_mesh) == 1 << 20
