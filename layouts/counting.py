@@ -28,6 +28,7 @@ _CHUNK = 1 << 20  # key combinations handled at once by the counting (bounds its
 # fewer sorted runs than this are merged (a stable sort finds them), more sorted afresh
 _FEW_RUNS = 64
 _NO_ROW = np.zeros((1, 4), np.int64)  # the key row before a 1-D tensor's one dimension
+_NO_ROW.flags.writeable = False  # (shared by every count)
 
 
 def exchange_counts(

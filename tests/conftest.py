@@ -30,7 +30,7 @@ def pytest_ignore_collect(collection_path, config):
     if (
         path.suffix == ".py"
         and path.name.startswith("test_")
-        and "mark.mpi" not in path.read_text()
+        and "mark.mpi" not in path.read_text(encoding="utf-8")
     ):
         return True
     return None
