@@ -405,9 +405,9 @@ def test_the_planner_judged_on_the_avx2_amd_vms_sweeps_together():
     the sweeps (scripts/replan.py). Ten from block layouts on one node (stops 60-86), with stop
     84's calibration: the first choice the fastest in 28 of 32 cases (88%), within 10% in 31; one
     sweep alone picks the others' fastest in 94% of trials (a sweep's rounds alone: 70-86%).
-    All fourteen on an emulated cluster (1 GbE, 2 ranks a node; stops 67-90, replan_pooled_s90.
-    txt): 27 (84%) and 32 (100%) under stop 84's calibration and stop 90's alike, one sweep
-    picking the others' fastest in 91%. Issue 12's and 13's targets are 80% and 95%."""
+    All fourteen on an emulated cluster (1 GbE, 2 ranks a node; stops 67-90): 27 (84%) and 32
+    (100%) under stop 84's calibration and stop 90's alike, one sweep picking the others' fastest
+    in 91% (replan_pooled_s90.txt). Issue 12's and 13's targets are 80% and 95%."""
     vm = ROOT / "results" / "vm-2c-zen3"
     stops = (67, 68, 69, 70, 71, 72, 73, 84, 86)
     records = ["plan_block.jsonl", *(f"plan_block_s{s}.jsonl" for s in stops)]
