@@ -9,12 +9,12 @@ for each of A, B and C a layout: native, rows, cols, block, block-cyclic:NB, an 
 TensorLayout (1-D, 2-D or cyclic, padded as a PadLayout where the sizes do not divide) on a mesh
 of its own; on some, a cluster topology (emulated links or not) or the MN-Core tree at 16 ranks.
 It runs ``distmm run ... --verify exact --json`` under the mpiexec beside the interpreter and
-counts the run good where the product was verified in the user's layouts and (off a topology)
-every rank sent in each redistribution phase the bytes the model counts for it
-(layouts.endpoints.move_counts, with the run's rank order); refused where every rank said why in
-one line and exited 2 (a grid or layout the shape cannot take); bad otherwise (a wrong product
-or byte count, a crash, a hang past --timeout, a refusal of several lines). Prints each bad
-run's command, to run again by hand, and exits 1 if there was one.
+counts the run good where the product was verified in the user's layouts and every rank sent in
+each redistribution phase the bytes the model counts for it (layouts.endpoints.move_counts, with
+the run's rank order: on a topology, relabelled from the default binding); refused where every
+rank said why in one line and exited 2 (a grid or layout the shape cannot take); bad otherwise
+(a wrong product or byte count, a crash, a hang past --timeout, a refusal of several lines).
+Prints each bad run's command, to run again by hand, and exits 1 if there was one.
 """
 
 import argparse
@@ -33,6 +33,7 @@ from algorithms import ALGORITHMS, get  # noqa: E402
 from bench.endtoend import end_to_end  # noqa: E402
 from bench.launch import Launcher, last_json  # noqa: E402
 from layouts.endpoints import move_counts  # noqa: E402
+from topology.tree import default_binding, parse_topology  # noqa: E402
 
 SIZES = (1, 2, 3, 5, 7, 16, 17, 31, 64, 97, 100, 128, 129, 200, 257)
 
@@ -94,7 +95,7 @@ def verdict(state: str, rc: int | None, out: str, err: str, argv=()) -> str:
         return f"bad: exit {rc}"
     if record.get("verified") is not True:
         return "bad: product not verified"
-    if argv and "--topology" not in argv and record.get("phases") and moved(argv) != sent(record):
+    if argv and record.get("phases") and moved(argv) != sent(record):
         return "bad: bytes moved are not the model's"
     return "good"
 
@@ -110,7 +111,11 @@ def moved(argv: list[str]) -> dict[str, list[int]]:
         n.upper(): argv[i + 1] for i, a in enumerate(argv) for n in "abc" if a == f"--layout-{n}"
     }
     itemsize = 8 if "float64" in argv else 4
-    e2e = end_to_end(specs, plan, itemsize, relabel="--no-relabel" not in argv)
+    tree = binding = None
+    if "--topology" in argv:  # laid on the machine as the run lays it, relabelled from there
+        tree = parse_topology(argv[argv.index("--topology") + 1])
+        binding = default_binding(plan.mesh, tree)
+    e2e = end_to_end(specs, plan, itemsize, "--no-relabel" not in argv, tree, binding)
     out = {p: np.zeros(plan.P, np.int64) for p in ("redistribute_in", "redistribute_out")}
     for m in e2e.moves:
         counts = move_counts(m, e2e.ranks)
