@@ -17,7 +17,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from layouts.endpoints import Move, UserLayout, label, moves, relabelling, user_layouts
+from layouts.endpoints import (
+    Move,
+    UserLayout,
+    label,
+    move_counts,
+    moves,
+    relabelling,
+    user_layouts,
+)
 from layouts.relabel import Relabelling
 from layouts.tensorlayout import LayoutError
 from topology.hierarchy import subtrees_of
@@ -46,6 +54,16 @@ class EndToEnd:
 
     def move(self, matrix: str) -> Move | None:
         return next((m for m in self.moves if m.matrix == matrix), None)
+
+    def bytes_sent(self, itemsize: int) -> dict[str, list[int]]:
+        """{redistribute_in, redistribute_out: the bytes each job rank sends other ranks} by the
+        model's counts (layouts.endpoints.move_counts, in this order): what a run's phases
+        should count."""
+        out = {p: np.zeros(len(self.ranks), np.int64) for p in (PHASES[0], PHASES[2])}
+        for m in self.moves:
+            counts = move_counts(m, self.ranks)
+            out[PHASES[0] if m.into else PHASES[2]] += counts.sum(1) - np.diag(counts)
+        return {p: (v * itemsize).tolist() for p, v in out.items()}
 
     def as_dict(self) -> dict:
         r = self.relabelling

@@ -45,7 +45,7 @@ from bench.files import save_csv_atomic  # noqa: E402
 from bench.launch import Launcher, run_argv  # noqa: E402
 from bench.machine import cores  # noqa: E402
 from bench.model import Profile, plan_moves, price_moves, setup_seconds, transfer_seconds  # noqa: E402
-from layouts.endpoints import move_counts, user_layouts  # noqa: E402
+from layouts.endpoints import user_layouts  # noqa: E402
 
 SHAPES = {"square": (3072, 3072, 3072), "tall-skinny": (8192, 1024, 512)}
 PHASES = ("redistribute_in", "redistribute_out")
@@ -61,12 +61,7 @@ def launch(P: int, argv: list[str], timeout: int = 900) -> dict | None:
 def model_bytes(algo: str, shape, P: int, spec: str, itemsize: int) -> dict[str, list[int]]:
     """{phase: bytes each job rank sends other ranks} by the model's counts."""
     plan = get(algo).plan(tuple(shape), P, overlap=True)
-    e2e = end_to_end(dict.fromkeys("ABC", spec), plan, itemsize)
-    out = {p: np.zeros(P, np.int64) for p in PHASES}
-    for m in e2e.moves:
-        counts = move_counts(m, e2e.ranks)
-        out[PHASES[0] if m.into else PHASES[1]] += (counts.sum(1) - np.diag(counts)) * itemsize
-    return {p: v.tolist() for p, v in out.items()}
+    return end_to_end(dict.fromkeys("ABC", spec), plan, itemsize).bytes_sent(itemsize)
 
 
 def uniform_seconds(peak_bytes: int, P: int, profile: Profile, rpn: int) -> float:

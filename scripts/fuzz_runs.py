@@ -32,7 +32,6 @@ sys.path.insert(0, str(ROOT))
 from algorithms import ALGORITHMS, get  # noqa: E402
 from bench.endtoend import end_to_end  # noqa: E402
 from bench.launch import Launcher, last_json  # noqa: E402
-from layouts.endpoints import move_counts  # noqa: E402
 from topology.tree import default_binding, parse_topology  # noqa: E402
 
 SIZES = (1, 2, 3, 5, 7, 16, 17, 31, 64, 97, 100, 128, 129, 200, 257)
@@ -116,11 +115,7 @@ def moved(argv: list[str]) -> dict[str, list[int]]:
         tree = parse_topology(argv[argv.index("--topology") + 1])
         binding = default_binding(plan.mesh, tree)
     e2e = end_to_end(specs, plan, itemsize, "--no-relabel" not in argv, tree, binding)
-    out = {p: np.zeros(plan.P, np.int64) for p in ("redistribute_in", "redistribute_out")}
-    for m in e2e.moves:
-        counts = move_counts(m, e2e.ranks)
-        out["redistribute_in" if m.into else "redistribute_out"] += counts.sum(1) - np.diag(counts)
-    return {p: (v * itemsize).tolist() for p, v in out.items()}
+    return e2e.bytes_sent(itemsize)
 
 
 def sent(record: dict) -> dict[str, list[int]]:

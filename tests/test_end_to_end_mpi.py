@@ -9,7 +9,6 @@ from mpi4py import MPI
 from algorithms import ALGORITHMS, get
 from bench.endtoend import end_to_end, job_comm
 from bench.runner import run_plan
-from layouts.endpoints import move_counts
 from topology import Mesh
 
 P = MPI.COMM_WORLD.Get_size()
@@ -40,16 +39,6 @@ def run_e2e(name, specs, relabel=True, dtype=np.float64):
     return result, e2e
 
 
-def expected_bytes(e2e, itemsize=8):
-    """{phase: [bytes each job rank sends other ranks]} from the model's counts."""
-    out = {"redistribute_in": np.zeros(P, np.int64), "redistribute_out": np.zeros(P, np.int64)}
-    for m in e2e.moves:
-        counts = move_counts(m, e2e.ranks)
-        phase = "redistribute_in" if m.into else "redistribute_out"
-        out[phase] += (counts.sum(axis=1) - np.diag(counts)) * itemsize
-    return {k: v.tolist() for k, v in out.items()}
-
-
 @pytest.mark.mpi
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("name", list(ALGORITHMS))
@@ -60,8 +49,8 @@ def test_every_algorithm_from_user_layouts(name, relabel):
     for specs in SPECS:
         r, e2e = run_e2e(name, specs, relabel)
         assert r["verified"], (specs, r["max_rel_error"])
-        counted = {p: r["phases"][p]["bytes_sent_per_rank"] for p in expected_bytes(e2e)}
-        assert counted == expected_bytes(e2e), specs
+        counted = {p: r["phases"][p]["bytes_sent_per_rank"] for p in e2e.bytes_sent(8)}
+        assert counted == e2e.bytes_sent(8), specs
         assert r["seconds"] >= r["multiply_seconds"] > 0
         assert r["relabel"]["enabled"] == relabel
         assert r["relabel"]["bytes_after"] == sum(map(sum, counted.values()))
@@ -126,7 +115,7 @@ def test_moves_too_dense_to_match_run_in_the_order_laid(monkeypatch):
     r, e2e = run_e2e("summa", SPECS[0])
     assert r["verified"] and not e2e.relabelling.counted
     assert e2e.relabelling.is_identity and r["relabel"]["counted"] is False
-    counted = {p: r["phases"][p]["bytes_sent_per_rank"] for p in expected_bytes(e2e)}
-    assert counted == expected_bytes(e2e)
+    counted = {p: r["phases"][p]["bytes_sent_per_rank"] for p in e2e.bytes_sent(8)}
+    assert counted == e2e.bytes_sent(8)
     assert r["relabel"]["bytes_after"] == r["relabel"]["bytes_before"]
     assert r["relabel"]["bytes_after"] == sum(map(sum, counted.values()))
