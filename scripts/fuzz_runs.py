@@ -3,15 +3,17 @@
     .venv/bin/python scripts/fuzz_runs.py [--runs 100] [--seed 1] [--ranks 1,2,3,4,5,6,8,9,12,16]
         [--timeout 180]
 
-Each run draws a rank count, an algorithm admitting it, one of its grids (T10: an F_op), a
-shape (sizes from 1 up, most not dividing the grid), overlap on or off, float32 or float64, and
-for each of A, B and C a layout: native, rows, cols, block, block-cyclic:NB, an SBP text or a
-TensorLayout (1-D, 2-D or cyclic, padded as a PadLayout where the sizes do not divide) on a mesh
-of its own; on some, a cluster topology (emulated links or not) or the MN-Core tree at 16 ranks.
-It runs ``distmm run ... --verify exact --json`` under the mpiexec beside the interpreter and
-counts the run good where the product was verified in the user's layouts and every rank sent in
-each redistribution phase the bytes the model counts for it (layouts.endpoints.move_counts, with
-the run's rank order: on a topology, relabelled from the default binding); refused where every
+Each run draws a rank count, an algorithm admitting it, one of its grids (T10: an F_op), on some
+a panel width (1 to K) or T10 pace, a shape (sizes from 1 up, most not dividing the grid),
+overlap on or off, float32 or float64, and for each of A, B and C a layout: native, rows, cols,
+block, block-cyclic:NB, an SBP text or a TensorLayout (1-D, 2-D or cyclic, padded as a PadLayout
+where the sizes do not divide) on a mesh of its own; on some, a cluster topology (emulated links
+or not) or the MN-Core tree at 16 ranks. It runs ``distmm run ... --verify exact --json`` under
+the mpiexec beside the interpreter and counts the run good where the product was verified in the
+user's layouts and every rank sent in each redistribution phase the bytes the model counts for
+it (layouts.endpoints.move_counts, with the run's rank order: on a topology, relabelled from the
+default binding) and in the multiplication the bytes of the symbolic schedule the model prices
+(bench.model.schedule, the same loop over placeholder blocks); refused where every
 rank said why in one line and exited 2 (a grid or layout the shape cannot take); bad otherwise
 (a wrong product or byte count, a crash, a hang past --timeout, a refusal of several lines).
 Prints each bad run's command, to run again by hand, and exits 1 if there was one.
@@ -32,9 +34,24 @@ sys.path.insert(0, str(ROOT))
 from algorithms import ALGORITHMS, get  # noqa: E402
 from bench.endtoend import end_to_end  # noqa: E402
 from bench.launch import Launcher, last_json  # noqa: E402
+from bench.model.schedule import bytes_per_rank  # noqa: E402
 from topology.tree import default_binding, parse_topology  # noqa: E402
 
 SIZES = (1, 2, 3, 5, 7, 16, 17, 31, 64, 97, 100, 128, 129, 200, 257)
+
+
+def parameters(rng: random.Random, algo: str, shape, P: int, grid) -> list[str]:
+    """Now and then an algorithm's own parameter: a panel width from 1 to K (cut to the widest
+    the run takes), or one of the paces T10 admits for the F_op."""
+    if rng.random() >= 0.4:
+        return []
+    names = [o.name for o in get(algo).options]
+    if "panel" in names:
+        return ["--panel", str(rng.randint(1, shape[1]))]
+    if "pace" in names:
+        plan = get(algo).plan(shape, P, fop=grid)
+        return ["--pace", str(rng.choice(get(algo).options[1].candidates(plan)))]
+    return []
 
 
 def factor_pairs(P: int) -> list[tuple[int, int]]:
@@ -63,9 +80,10 @@ def draw(rng: random.Random, ranks: list[int]) -> tuple[int, list[str]]:
     """(P, `distmm run` arguments) of one random run."""
     P = rng.choice(ranks)
     algo = rng.choice([a for a in ALGORITHMS if list(get(a).grids(P))])
-    grid = ",".join(map(str, rng.choice(list(get(algo).grids(P)))))
+    chosen = rng.choice(list(get(algo).grids(P)))
     M, K, N = (rng.choice(SIZES) for _ in range(3))
-    argv = ["run", algo, "--shape", f"{M},{K},{N}", "--fop" if algo == "t10" else "--grid", grid]
+    argv = ["run", algo, "--shape", f"{M},{K},{N}", "--fop" if algo == "t10" else "--grid"]
+    argv += [",".join(map(str, chosen)), *parameters(rng, algo, (M, K, N), P, chosen)]
     for name, (rows, cols) in zip("abc", ((M, K), (K, N), (M, N)), strict=True):
         spec = matrix_layout(rng, P, rows, cols)
         if spec != "native":
@@ -94,18 +112,29 @@ def verdict(state: str, rc: int | None, out: str, err: str, argv=()) -> str:
         return f"bad: exit {rc}"
     if record.get("verified") is not True:
         return "bad: product not verified"
-    if argv and record.get("phases") and moved(argv) != sent(record):
-        return "bad: bytes moved are not the model's"
+    if argv and record.get("phases"):
+        want, got = moved(argv), sent(record)
+        if want["multiply"] != got["multiply"]:
+            return "bad: the kernel's bytes are not its schedule's"
+        if want != got:
+            return "bad: bytes moved are not the model's"
     return "good"
 
 
 def moved(argv: list[str]) -> dict[str, list[int]]:
-    """{redistribution phase: the bytes each rank sends others}, by the model's counts."""
+    """{phase: the bytes each job rank sends others}: in the redistributions by the model's
+    counts, in the multiplication by its symbolic schedule (bench.model.schedule: the events
+    the algorithm's loop issues over placeholder blocks), native mesh rank d on job rank
+    ``ranks[d]``, the run's order."""
     algo, flag = argv[1], "--fop" if argv[1] == "t10" else "--grid"
     shape = tuple(int(x) for x in argv[argv.index("--shape") + 1].split(","))
     grid = tuple(int(x) for x in argv[argv.index(flag) + 1].split(","))
     module = get(algo)
-    plan = module.plan(shape, int(np.prod(grid)), **{module.options[0].name: grid})
+    options = {module.options[0].name: grid, "overlap": "--no-overlap" not in argv}
+    for name in ("panel", "pace"):
+        if f"--{name}" in argv:
+            options[name] = int(argv[argv.index(f"--{name}") + 1])
+    plan = module.plan(shape, int(np.prod(grid)), **options)
     specs = {
         n.upper(): argv[i + 1] for i, a in enumerate(argv) for n in "abc" if a == f"--layout-{n}"
     }
@@ -115,13 +144,15 @@ def moved(argv: list[str]) -> dict[str, list[int]]:
         tree = parse_topology(argv[argv.index("--topology") + 1])
         binding = default_binding(plan.mesh, tree)
     e2e = end_to_end(specs, plan, itemsize, "--no-relabel" not in argv, tree, binding)
-    return e2e.bytes_sent(itemsize)
+    kernel = [0] * plan.P
+    for d, sent_d in enumerate(bytes_per_rank(module, plan, f"float{8 * itemsize}")):
+        kernel[e2e.ranks[d]] = sent_d
+    return {**e2e.bytes_sent(itemsize), "multiply": kernel}
 
 
 def sent(record: dict) -> dict[str, list[int]]:
-    """{redistribution phase: the bytes each rank counted sending}, from a run's record."""
-    phases = record["phases"]
-    return {p: phases[p]["bytes_sent_per_rank"] for p in ("redistribute_in", "redistribute_out")}
+    """{phase: the bytes each rank counted sending}, from a run's record."""
+    return {p: ph["bytes_sent_per_rank"] for p, ph in record["phases"].items()}
 
 
 def main() -> int:

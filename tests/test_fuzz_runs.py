@@ -47,11 +47,34 @@ def test_a_run_moving_other_bytes_than_the_models_is_bad():
     argv = ["run", "summa", "--shape", "8,6,4", "--grid", "2,2", "--layout-a", "cols"]
     want = moved(argv)  # A's 2, 2, 2 and 0 (padding) columns into SUMMA's 2 x 2 blocks
     assert want["redistribute_in"] == [32, 48, 32, 0] and not any(want["redistribute_out"])
+    # in the kernel each rank broadcasts its 4 x 3 block of A and its 3 x 2 block of B to the
+    # one other rank of its row and column, whatever the panel width
+    assert want["multiply"] == [72] * 4 == moved([*argv, "--panel", "1"])["multiply"]
     phases = {p: {"bytes_sent_per_rank": v} for p, v in want.items()}
     record = {"verified": True, "phases": phases}
     assert verdict("done", 0, json.dumps(record), "", argv) == "good"
+    phases["multiply"]["bytes_sent_per_rank"] = [72, 72, 72, 76]
+    assert verdict("done", 0, json.dumps(record), "", argv).startswith("bad: the kernel")
+    phases["multiply"]["bytes_sent_per_rank"] = [72] * 4
     phases["redistribute_in"]["bytes_sent_per_rank"] = [32, 48, 32, 4]
     assert verdict("done", 0, json.dumps(record), "", argv).startswith("bad: bytes")
+
+
+def test_parameters_drawn_are_ones_the_algorithms_take():
+    """Panel widths from 1 to K and T10 paces among the F_op's (the plan refuses others)."""
+    from algorithms import get
+
+    rng, drawn = random.Random(1), set()
+    for _ in range(300):
+        P, argv = draw(rng, [1, 2, 4, 6, 8, 12, 16])
+        algo, flags = argv[1], {f for f in argv if f in ("--panel", "--pace")}
+        drawn |= flags
+        shape = tuple(int(x) for x in argv[argv.index("--shape") + 1].split(","))
+        grid = tuple(int(x) for x in argv[argv.index(argv[4]) + 1].split(","))
+        options = {get(algo).options[0].name: grid}
+        options |= {f[2:]: int(argv[argv.index(f) + 1]) for f in flags}
+        get(algo).plan(shape, P, **options)  # a bad parameter raises
+    assert drawn == {"--panel", "--pace"}
 
 
 @pytest.mark.timeout(240)

@@ -1,9 +1,10 @@
 """THE symbolic schedule: the events a rank issues in one multiplication, from the algorithm's
 own ``multiply`` loop on a communication layer that records and moves nothing (no MPI, no
 GEMMs), over placeholder blocks (algorithms/symbolic.py): no buffer of the real size is made, so
-the cost does not grow with the matrices. `distmm run` (its byte check), `distmm predict` and
-`distmm plan` all price this; :func:`price` walks it while the loop issues it, so a search can
-stop a loop whose time already loses (bench/model/search.py).
+the cost does not grow with the matrices. `distmm run --profile`, `distmm predict` and `distmm
+plan` all price this, and scripts/model_accuracy.py and scripts/fuzz_runs.py check every run's
+bytes per rank against it (:func:`bytes_per_rank`); :func:`price` walks it while the loop issues
+it, so a search can stop a loop whose time already loses (bench/model/search.py).
 """
 
 from __future__ import annotations
