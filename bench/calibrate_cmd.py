@@ -62,7 +62,8 @@ from .calibration_refresh import read_profile, refresh
 from .calibration_report import say_above_cores, say_threads
 from .errors import UsageError
 from .files import write_json_atomic
-from .launch import find_mpiexec
+from .launch import find_mpiexec, mpi_flavour, mpiexec_command
+from .metadata import launch_cpus
 
 HEADERS = ("Size [B]", "Avg [us]", "Min [us]", "Max [us]", "Model [us]")  # collective tables
 
@@ -171,7 +172,7 @@ def main(args) -> int:
         # this job leaves cores idle where a run of more ranks does not, and a node with every
         # core busy computes slower (memory bandwidth, clocks): time the GEMMs in that job
         say(f"\n# GEMMs and rank counts {P + 1} to {args.up_to}: in a job of {args.up_to} ranks")
-        above = _counts_in_job(world, args.quick, args.up_to, P + 1, gemm=True)
+        above = _counts_in_job(world, args.quick, cores, args.up_to, P + 1, gemm=True)
         where = f", {min(args.up_to, cores)} ranks at once (in the job of {args.up_to})"
     if above and "gemm" in above:
         tables = above
@@ -206,7 +207,7 @@ def main(args) -> int:
     if args.up_to is not None and args.up_to > P:
         if above is None:
             say(f"\n# rank counts {P + 1} to {args.up_to}: in a job of {args.up_to} ranks")
-            above = _counts_in_job(world, args.quick, args.up_to, P + 1)
+            above = _counts_in_job(world, args.quick, cores, args.up_to, P + 1)
         counts += above.get("counts", [])
     kinds = sorted(set().union(*(c.get("collective_factor", {}) for c in counts)))
     say(
@@ -306,15 +307,32 @@ def _counts(world, quick: bool, facts: dict, least: int = 2) -> list[dict]:
     cores = facts["cores"]
     if not facts["oversubscribed"]:
         return at_each_count(world, quick, cores, least)
-    below = _counts_in_job(world, quick, cores, least).get("counts", []) if least <= cores else []
+    below = []
+    if least <= cores:
+        below = _counts_in_job(world, quick, cores, cores, least).get("counts", [])
     return below + at_each_count(world, quick, cores, least=max(least, cores + 1))
 
 
-def _counts_in_job(world, quick: bool, ranks: int, least: int, gemm: bool = False) -> dict:
+def _on_the_node_cpus():
+    """What the job rank 0 launches runs first: its CPUs widened to all the node's the launcher
+    may use (bench.metadata.launch_cpus). A job started from a rank its launcher bound to one
+    core (Open MPI's default with no more ranks than cores, ``-bind-to core``) would inherit
+    that core alone: the 3 ranks `mpiexec -n 1 distmm calibrate --up-to 3` launched under Open
+    MPI shared one core of two, and timed no GEMMs of two threads. None off Linux."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    cpus = launch_cpus()
+    return lambda: os.sched_setaffinity(0, cpus)
+
+
+def _counts_in_job(
+    world, quick: bool, cores: int, ranks: int, least: int, gemm: bool = False
+) -> dict:
     """{"counts": the count entries from ``least`` to ``ranks``} (with ``gemm``, also
-    :func:`gemm_tables`'s) from a job of ``ranks`` ranks that rank 0 launches (`calibrate
-    --counts-only`), the others asleep meanwhile; {} (those counts left to the model's
-    fallback) if that job cannot be started."""
+    :func:`gemm_tables`'s) from a job of ``ranks`` ranks on this node's ``cores`` that rank 0
+    launches (`calibrate --counts-only`, with the flags its MPI needs: Open MPI's to run more
+    ranks than cores, or as root), the others asleep meanwhile; {} (those counts left to the
+    model's fallback) if that job cannot be started."""
     entries: dict = {}
     if world.Get_rank() == 0:
         try:
@@ -324,13 +342,22 @@ def _counts_in_job(world, quick: bool, ranks: int, least: int, gemm: bool = Fals
         env = {k: v for k, v in os.environ.items() if not k.startswith(LAUNCH_VARS)}
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "counts.json"
-            cmd = [str(mpiexec), "-n", str(ranks), sys.executable, "-m", "bench.cli"]
-            cmd += ["calibrate", "--counts-only", "--counts-from", str(least), "--out", str(out)]
+            cmd = [sys.executable, "-m", "bench.cli", "calibrate", "--counts-only"]
+            cmd += ["--counts-from", str(least), "--out", str(out)]
             cmd += ["--quick"] * quick + ["--with-gemm"] * gemm
             try:
                 if mpiexec is None:
                     raise OSError("no mpiexec beside this Python or on PATH")
-                subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=900)
+                flavour = mpi_flavour(mpiexec)[0]
+                cmd = mpiexec_command(mpiexec, flavour, ranks, cores) + cmd
+                subprocess.run(
+                    cmd,
+                    env=env,
+                    check=True,
+                    capture_output=True,
+                    timeout=900,
+                    preexec_fn=_on_the_node_cpus(),
+                )
                 entries = json.loads(out.read_text())
                 if "counts" not in entries:
                     raise ValueError(f"{out.name} holds no counts")

@@ -2,7 +2,8 @@
 
 A subcommand module provides ``add_arguments(parser)`` and ``main(args) -> int``. Expected bad
 input raises :class:`UsageError` (or LayoutError / MeshError): every rank reaches the same verdict
-without communicating, rank 0 prints one line, and every rank exits with status 2.
+without communicating, rank 0 prints one line, and every rank exits with status 2, once all are
+there (bench.machine.leave_together: Open MPI ends a job at its first rank's non-zero exit).
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ class _Parser(argparse.ArgumentParser):
             message += " (a value that starts with '-' is written --option=VALUE)"
         if _rank() == 0:
             print(f"{self.prog}: error: {message}", file=sys.stderr, flush=True)
+        from .machine import leave_together
+
+        leave_together()
         sys.exit(2)
 
 
@@ -78,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     from .model import ProfileError
 
     try:
-        return int(importlib.import_module(args._module).main(args) or 0)
+        status = int(importlib.import_module(args._module).main(args) or 0)
     except KeyboardInterrupt:
         if "mpi4py.MPI" in sys.modules:  # a job's ranks abort together (bench/machine.py)
             raise
@@ -99,7 +103,12 @@ def main(argv: list[str] | None = None) -> int:
             abort_job(message, 2)
         if _rank() == 0:
             print(message, file=sys.stderr, flush=True)
-        return 2
+        status = 2
+    if status != 0:  # every rank's verdict, rank 0's line out before any rank ends
+        from .machine import leave_together
+
+        leave_together()
+    return status
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ process group under a timeout."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shlex
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UsageError
+from .job_output import last_json, last_line
 from .machine import YIELD_SETTINGS, blas_threads, cores
 from .shm import remove_stale
 from .units import positive
@@ -211,22 +211,6 @@ def _kill_group(proc) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
-
-
-def last_line(text: str) -> str:
-    """The last non-empty line of ``text`` ("" if none): where a failing job says why."""
-    return (text.strip().splitlines() or [""])[-1]
-
-
-def last_json(out: str) -> dict | None:
-    """The last line of ``out`` that is a JSON object (what `distmm ... --json` prints)."""
-    for line in reversed(out.splitlines()):
-        if line.startswith("{"):
-            try:
-                return json.loads(line)
-            except ValueError:
-                pass
-    return None
 
 
 LAUNCHERS = ("mpiexec", "srun")

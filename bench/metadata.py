@@ -93,6 +93,39 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
+RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
+
+
+def launch_cpus() -> set[int]:
+    """The CPUs the launcher may put this node's ranks on, as this rank sees them: its own
+    affinity and, when a launcher started it, its parent's, the launcher's daemon (Hydra's
+    proxy, Open MPI's prterun or prted, slurmstepd). A launcher that binds each rank to a
+    core (Open MPI by default with no more ranks than cores, ``-bind-to core``, ``srun
+    --cpu-bind=cores``) leaves the rank's own mask one core: 2 ranks pinned on this 2-core VM
+    said "1 core, oversubscribed", and a calibration so made took every count for one above
+    the cores. Linux; elsewhere :func:`cores`' count of CPUs numbered from 0."""
+    try:
+        cpus = set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return set(range(cores()))
+    if any(os.environ.get(var, "").isdigit() for var in RANK_VARS):
+        try:
+            cpus |= os.sched_getaffinity(os.getppid())
+        except OSError:  # (the parent gone, or another user's)
+            pass
+    return cpus
+
+
+def node_cores(world) -> int:
+    """The cores of a job's node (:func:`launch_cpus` of its ranks there together; of the
+    node with fewest where the job spans several). A collective on ``world``."""
+    by_host: dict[str, int] = {}  # host -> its ranks' CPUs as one bit mask
+    mask = sum(1 << cpu for cpu in launch_cpus())
+    for host, cpus in world.allgather((socket.gethostname(), mask)):
+        by_host[host] = by_host.get(host, 0) | cpus
+    return min(bin(cpus).count("1") for cpus in by_host.values())
+
+
 def memory_bytes() -> int | None:
     """Physical memory of this node, or None where sysconf does not say."""
     try:
@@ -200,7 +233,7 @@ def collect(world=None) -> dict:
     commit, dirty = git_state()
     return {
         "cpu_model": cpu_model(),
-        "cores": cores(),
+        "cores": cores() if world is None else node_cores(world),
         "memory_bytes": memory_bytes(),
         "blas": blas(),
         "numpy": numpy.__version__,

@@ -16,7 +16,7 @@ from layouts.endpoints import NATIVE
 
 from .errors import UsageError
 from .files import write_atomic
-from .launch import last_json
+from .job_output import last_json
 from .metadata import as_row, clean
 
 DONE = ("ok", "wrong", "failed", "timeout")  # a row with one of these is not run again

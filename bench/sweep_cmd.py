@@ -25,7 +25,8 @@ from filelock import FileLock, Timeout
 
 from .errors import UsageError
 from .faults import fault_from_env
-from .launch import Launcher, add_launcher_arguments, last_line, run_argv, stop_on_sigterm
+from .job_output import last_line
+from .launch import Launcher, add_launcher_arguments, run_argv, stop_on_sigterm
 from .metadata import as_row, git_state, settings
 from .record import DONE, RETRYABLE, read_table, row_from_result, write_table
 from .sweep_config import configure, plan_runs

@@ -25,8 +25,6 @@ done
 source scripts/mpienv.sh
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] && PY=.venv/bin/python
-MPIEXEC=$(dirname "$(command -v "$PY")")/mpiexec
-[ -x "$MPIEXEC" ] || MPIEXEC=mpiexec
 cores=$("$PY" -c "from bench.machine import cores; print(cores())")
 prof=$out/profile.json
 
@@ -36,7 +34,7 @@ overlap() {  # overlap on and off, alternated, three pairs per case, at P = 16
       "summa25d 4096,4096,4096" "summa 8192,2048,2048"; do
       set -- $case
       for flag in "" --no-overlap; do
-        "$MPIEXEC" -n 16 "$PY" -m bench.cli run "$1" --shape "$2" --repeat 5 --json $flag |
+        mpiexec_n 16 "$PY" -m bench.cli run "$1" --shape "$2" --repeat 5 --json $flag |
           "$PY" -c "import json, sys; r = json.loads(sys.stdin.read().splitlines()[-1]);
 print('$rep $1 $2 ${flag:---overlap}', r['seconds'], r['compute_seconds'], r['grid'])"
       done
@@ -47,7 +45,7 @@ print('$rep $1 $2 ${flag:---overlap}', r['seconds'], r['compute_seconds'], r['gr
 for stage in "${stages[@]}"; do
   echo "=== $(date +%T) start $stage" >>"$out/log"
   case $stage in
-    calibrate) "$MPIEXEC" -n "$cores" "$PY" -m bench.cli calibrate --out "$prof" ;;
+    calibrate) mpiexec_n "$cores" "$PY" -m bench.cli calibrate --out "$prof" ;;
     model_mesh) "$PY" scripts/model_accuracy.py --profile "$prof" --ranks 1,2,4,6,8,9,12,16 \
       --repeat 3 --rounds 3 --out "$out/model_mesh.csv" ;;
     overlap) overlap ;;

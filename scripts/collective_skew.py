@@ -26,7 +26,7 @@ from algorithms.events import COMM_KINDS
 from bench.calibration import collective_ops
 from bench.calibration_counts import grid_ops
 from bench.calibration_overlap import gemm_lap
-from bench.metadata import cores
+from bench.metadata import node_cores
 from bench.units import ints
 from layouts.named import grid
 
@@ -52,8 +52,9 @@ def main() -> int:
     pr, q = grid(g)
     rows = world.Split(me // q, me) if pr >= 2 else None
     cols = world.Split(me % q, me) if pr >= 2 else None
+    on_node = node_cores(world)
     if me == 0:
-        print(f"{g} ranks on {cores()} cores; grid {pr} x {q}" + ("" if rows else " (none)"))
+        print(f"{g} ranks on {on_node} cores; grid {pr} x {q}" + ("" if rows else " (none)"))
         print(
             f"{'gemm':>5} {'step [ms]':>10} {'kind':>6} {'where':>6} {'bytes':>9} "
             f"{'adds [ms]':>10} {'adds/step':>10}"

@@ -33,7 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 from algorithms import ALGORITHMS, get  # noqa: E402
 from bench.endtoend import end_to_end  # noqa: E402
-from bench.launch import Launcher, last_json  # noqa: E402
+from bench.job_output import last_json, said_lines  # noqa: E402
+from bench.launch import Launcher  # noqa: E402
 from bench.model.schedule import bytes_per_rank  # noqa: E402
 from topology.tree import default_binding, parse_topology  # noqa: E402
 
@@ -105,7 +106,7 @@ def verdict(state: str, rc: int | None, out: str, err: str, argv=()) -> str:
     if state != "done":
         return f"bad: {state}"
     if rc == 2:
-        said = {line for line in err.splitlines() if line.strip()}
+        said = set(said_lines(err))  # (the ranks' lines, not the launcher's notices)
         return "refused" if len(said) == 1 and "Traceback" not in err else "bad: refused unclearly"
     record = last_json(out)
     if rc != 0 or record is None:
@@ -173,7 +174,7 @@ def main() -> int:
         counts[said.split(":")[0]] += 1
         line = f"{i + 1:4d} {said:<10} mpiexec -n {P} distmm {shlex.join(argv)}"
         if said == "refused":
-            line += f"\n     {err.strip().splitlines()[0]}"
+            line += f"\n     {said_lines(err)[0]}"
         elif said.startswith("bad"):
             line += "\n     " + "\n     ".join(err.strip().splitlines()[-5:])
         print(line, flush=True)

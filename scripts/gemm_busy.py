@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.calibration import busy_gemm
 from bench.calibration_counts import alone, counts_measured
-from bench.machine import cores, start_mpi
+from bench.machine import start_mpi
 from bench.model import Profile
 
 
@@ -31,9 +31,10 @@ def main() -> int:
     ap.add_argument("--shapes", default="", help="M,K,N;M,K,N: GEMMs of these shapes too")
     ap.add_argument("--profile", help="machine profile: print its price beside each time")
     args = ap.parse_args()
-    world = start_mpi()[0].COMM_WORLD
+    MPI, facts = start_mpi()
+    world = MPI.COMM_WORLD
     profile = Profile.load(args.profile) if args.profile else None
-    n_cores = cores()
+    n_cores = facts["cores"]
     shapes = [(n, n, n) for n in map(int, args.sizes.split(","))]
     shapes += [tuple(map(int, s.split(","))) for s in args.shapes.split(";") if s.strip()]
     if world.Get_rank() == 0:

@@ -22,7 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.calibration_counts import A2AV_MOVES, _evicting, alone, timed_move
-from bench.machine import cores, start_mpi
+from bench.machine import start_mpi
 from bench.model import Profile
 from bench.model.redistribution import pairs_seconds
 
@@ -67,9 +67,10 @@ def main() -> int:
     ap.add_argument("--mib", default="0.25,1,4,16", help="MiB of the matrix each rank holds")
     ap.add_argument("--profile", help="machine profile: print its price beside each time")
     args = ap.parse_args()
-    world = start_mpi()[0].COMM_WORLD
+    MPI, facts = start_mpi()
+    world = MPI.COMM_WORLD
     profile = Profile.load(args.profile) if args.profile else None
-    n_cores = cores()
+    n_cores = facts["cores"]
     root = world.Get_rank() == 0
     if root:
         print(

@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -88,23 +87,13 @@ def main() -> int:
     ap.add_argument("--emulate-links", metavar="PRESET", help="the network, with --cluster")
     args = ap.parse_args()
     if not Path(args.profile).exists():
-        mpiexec = str(Path(sys.executable).parent / "mpiexec")
         print(f"calibrating at 8 ranks into {args.profile} ...", flush=True)
-        subprocess.run(
-            [
-                mpiexec,
-                "-n",
-                "8",
-                sys.executable,
-                "-m",
-                "bench.cli",
-                "calibrate",
-                "--out",
-                args.profile,
-            ],
-            check=True,
-            timeout=600,
-        )
+        argv = ["calibrate", "--out", args.profile]
+        state, rc, _, err = Launcher.find(None).run(8, argv, 600, cwd=ROOT)
+        if state != "done" or rc != 0:
+            tail = err.strip()[-600:]
+            print(f"calibration failed ({state}, exit {rc}):\n{tail}", file=sys.stderr)
+            return 1
     profile = Profile.load(args.profile)
     ranks = [int(r) for r in args.ranks.split(",")]
     lines = []

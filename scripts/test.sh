@@ -18,6 +18,6 @@ echo "== serial tests"
 python -m pytest -q "$@"
 for n in $RANKS; do
   echo "== MPI tests on $n ranks"
-  mpiexec -n "$n" python -m mpi4py -m pytest -q --only-mpi "$@"
+  mpiexec_n "$n" python -m mpi4py -m pytest -q --only-mpi "$@"  # (scripts/mpienv.sh)
 done
 echo "== all test runs passed (serial and MPI at $RANKS ranks)"

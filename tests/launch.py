@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -17,9 +18,25 @@ def mpiexec() -> str:
     return str(found) if found.exists() else (shutil.which("mpiexec") or "mpiexec")
 
 
+def mpirun(n: int) -> list[str]:
+    """``mpiexec -n N`` with the flags this MPI needs for N ranks here (bench.launch.
+    mpiexec_command: Open MPI's for more ranks than cores, and as root)."""
+    from bench.launch import mpiexec_command
+    from bench.metadata import cores
+
+    return mpiexec_command(mpiexec(), _flavour(), n, cores())
+
+
+@functools.cache
+def _flavour() -> str:
+    from bench.launch import mpi_flavour
+
+    return mpi_flavour(mpiexec())[0]
+
+
 def distmm_mpi(n: int, *args: str, timeout: float = 120, cwd=None) -> subprocess.CompletedProcess:
     env = dict(os.environ, MPIEXEC_TIMEOUT=str(int(timeout)))
-    cmd = [mpiexec(), "-n", str(n), sys.executable, "-m", "bench.cli", *args]
+    cmd = [*mpirun(n), sys.executable, "-m", "bench.cli", *args]
     return subprocess.run(
         cmd, capture_output=True, text=True, timeout=timeout + 15, env=env, cwd=cwd
     )

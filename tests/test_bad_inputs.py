@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from launch import distmm, distmm_mpi
 
+from bench.job_output import said_lines
+
 BAD_LAYOUTS = [
     ("((4_PE, 3:8), (8:1)", "expected ')'"),
     ("((2_PE, 6:4), (2_PE, 4:1))", "needs a stride"),
@@ -126,7 +128,7 @@ def _check(call, words: str, quoted: str | None = None) -> None:
     r = call()
     assert time.monotonic() - start < 10, "took too long"
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
-    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    lines = said_lines(r.stderr)  # (without the launcher's notices: Open MPI's prterun)
     assert len(lines) == 1, r.stderr
     assert "Traceback" not in r.stderr
     assert words in lines[0], lines[0]

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from launch import SCRIPTS, distmm, distmm_mpi, mpiexec
+from launch import SCRIPTS, distmm, distmm_mpi, mpirun
 
 from topology.links import LinkModel
 from topology.networks import NETWORKS
@@ -76,7 +76,7 @@ def test_a_profile_without_a_network_says_so(profile_file):
 
 def test_message_overhead_script_times_each_way():
     done = subprocess.run(
-        [mpiexec(), "-n", "2", sys.executable, str(SCRIPTS / "message_overhead.py")]
+        [*mpirun(2), sys.executable, str(SCRIPTS / "message_overhead.py")]
         + ["--shifts", "50", "--laps", "1", "--emulate", "1gbe"],
         capture_output=True,
         text=True,

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from launch import distmm_mpi
 
+from bench.job_output import said_lines
+
 JSON_KEYS = {
     "algo",
     "P",
@@ -155,6 +157,6 @@ def test_bad_input_one_line_every_rank_fails(argv, message):
     r = distmm_mpi(3, *argv, timeout=30)
     assert time.monotonic() - start < 20
     assert r.returncode == 2, (r.returncode, r.stderr)
-    err = [line for line in r.stderr.splitlines() if line.strip()]
+    err = said_lines(r.stderr)
     assert len(err) == 1, r.stderr
     assert message in err[0]

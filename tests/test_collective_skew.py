@@ -4,12 +4,12 @@ import os
 import subprocess
 import sys
 
-from launch import SCRIPTS, mpiexec
+from launch import SCRIPTS, mpirun
 
 
 def _skew(*args: str, n: int = 4) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [mpiexec(), "-n", str(n), sys.executable, str(SCRIPTS / "collective_skew.py"), *args],
+        [*mpirun(n), sys.executable, str(SCRIPTS / "collective_skew.py"), *args],
         capture_output=True,
         text=True,
         timeout=135,

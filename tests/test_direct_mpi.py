@@ -158,13 +158,13 @@ for i in range(5):
 def test_a_rank_failing_while_the_others_sleep_in_the_fence_ends_the_job():
     """The ranks that reached the semaphore fence sleep there; the one that fails aborts the
     job (bench.machine's hook), so none is left asleep."""
-    from launch import mpiexec
+    from launch import mpirun
 
     tests = os.path.dirname(os.path.abspath(__file__))
     code = _FAILS_BETWEEN_MOVES.format(root=os.path.dirname(tests), tests=tests)
     started = time.perf_counter()
     done = subprocess.run(
-        [mpiexec(), "-n", "3", sys.executable, "-c", code],
+        [*mpirun(3), sys.executable, "-c", code],
         capture_output=True,
         text=True,
         timeout=90,

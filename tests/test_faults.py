@@ -15,6 +15,7 @@ import pytest
 from launch import distmm_mpi
 
 from bench.faults import Fault, fault_from_env
+from bench.job_output import said_lines
 from bench.launch import mpi_flavour
 from bench.shm import remove_stale, stale
 
@@ -85,9 +86,9 @@ def mpich_on_linux() -> bool:
 
 
 def distmm_cmd(n):
-    from launch import mpiexec
+    from launch import mpirun
 
-    return [mpiexec(), "-n", str(n), sys.executable, "-m", "bench.cli"]
+    return [*mpirun(n), sys.executable, "-m", "bench.cli"]
 
 
 def test_fault_spec_parsing():
@@ -112,7 +113,7 @@ def test_malformed_fault_is_one_line(monkeypatch):
     monkeypatch.setenv("DISTMM_FAULT", "rank=1,phase=lunch")
     r = distmm_mpi(2, "run", "summa", "--shape", "8,8,8", timeout=30)
     assert r.returncode == 2
-    assert [line for line in r.stderr.splitlines() if line] == [
+    assert said_lines(r.stderr) == [
         line for line in r.stderr.splitlines() if "unknown phase 'lunch'" in line
     ]
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench.errors import UsageError
+from bench.job_output import last_line, said_lines
 from bench.launch import Launcher, find_mpiexec, launcher_problem, mpi_flavour
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,3 +135,40 @@ def test_template_settings_must_match_placeholders():
         Launcher.find(None, "srun -n {P} --ntasks-per-node {ppn} {cmd}")
     with pytest.raises(UsageError, match="--ranks-per-node needs {ppn}"):
         Launcher.find(None, "srun -n {P} {cmd}", ranks_per_node=2)
+
+
+def test_the_ranks_own_lines_without_the_launchers_notices():
+    """What a job's ranks said, without the notice Open MPI's prterun frames in dashes after
+    them when a rank exits non-zero (a refusal is still one line, and the reason a sweep
+    records is the ranks' last line, not a rule of dashes)."""
+    rule = "-" * 74
+    notice = [
+        rule,
+        "prterun detected that one or more processes exited with non-zero status, thus causing",
+        "the job to be terminated. The first process to do so was:",
+        "",
+        "   Process name: [prterun-vm-22641@1,2]",
+        "   Exit code:    2",
+        rule,
+    ]
+    said = "distmm run: error: unknown algorithm 'nosuch'"
+    assert said_lines("\n".join([said, *notice, ""])) == [said]
+    warned = "[warn] Epoll MOD(4) on fd 26 failed. Old events were 6; read change was 2 (del)"
+    assert said_lines("\n".join([said, warned, *notice])) == [said]
+    assert last_line("\n".join(["first", said, "", *notice])) == said
+    assert said_lines("a\n\n  b\n") == ["a", "  b"] and last_line("") == ""
+
+
+@pytest.mark.timeout(120)
+def test_ranks_pinned_a_core_each_still_see_the_nodes_cores():
+    """`--pin` binds each rank to one core (MPICH -bind-to core, Open MPI --bind-to core, as
+    Open MPI does by default up to as many ranks as cores): the run still counts the node's
+    cores, so 2 ranks on 2 cores are not oversubscribed (they said 1 core, oversubscribed)."""
+    cores = len(os.sched_getaffinity(0))
+    launcher = Launcher.find(None, pin=True)
+    P = min(2, cores)
+    argv = ["run", "summa", "--shape", "16,16,16", "--repeat", "1", "--json"]
+    record, why = launcher.run_json(P, argv, 90, cwd=ROOT)
+    assert record is not None, why
+    assert (record["cores"], record["ranks_per_node"]) == (cores, P)
+    assert record["oversubscribed"] is False and record["blas_threads"] == 1

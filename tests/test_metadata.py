@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import sys
 
-from bench.metadata import KEYS, as_row, clean, collect, settings
+from bench.metadata import KEYS, as_row, clean, collect, launch_cpus, settings
 
 
 class _World:
-    """Stands in for a communicator: allgather returns these host names."""
+    """Stands in for a communicator of ranks on these hosts: allgather returns this rank's
+    value from each, its host name (alone or first of a tuple) replaced by that rank's."""
 
     def __init__(self, names: list[str]):
         self.names = names
 
-    def allgather(self, _value):
+    def allgather(self, value):
+        if isinstance(value, tuple):
+            return [(name, *value[1:]) for name in self.names]
         return list(self.names)
 
 
@@ -46,6 +49,7 @@ def test_hosts_from_a_communicator():
     meta = collect(_World(["n1", "n1", "n1", "n2", "n2", "n2", "n2"]))
     assert meta["hosts"] == ["n1", "n2"]
     assert (meta["nodes"], meta["ranks"], meta["ranks_per_node"]) == (2, 7, 4)
+    assert meta["cores"] == len(launch_cpus())  # a node's: its ranks' CPUs together
 
 
 def test_open_mpi_version_loses_its_nul_byte(monkeypatch):
@@ -77,3 +81,16 @@ def test_settings_are_the_variables_that_change_timing():
         "OMP_NUM_THREADS": "2",
     }
     assert list(settings(environ)) == sorted(settings(environ))
+
+
+def test_a_launched_rank_counts_its_launchers_cpus_too(monkeypatch):
+    """A rank bound to one core (its own mask) still counts the CPUs its launcher's daemon, its
+    parent, may place ranks on; a process no launcher started counts its own alone."""
+    import os
+
+    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+        monkeypatch.delenv(var, raising=False)
+    own = os.sched_getaffinity(0)
+    assert launch_cpus() == own
+    monkeypatch.setenv("PMI_RANK", "0")
+    assert launch_cpus() == own | os.sched_getaffinity(os.getppid())

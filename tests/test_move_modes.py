@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from launch import SCRIPTS, mpiexec
+from launch import SCRIPTS, mpirun
 
 
 def _modes(*args: str) -> subprocess.CompletedProcess:
@@ -83,7 +83,7 @@ def test_move_modes_refuses_no_jobs_and_a_bad_shape_before_launching_any():
 
 def test_fence_latency_times_both_fences_at_three_ranks():
     done = subprocess.run(
-        [mpiexec(), "-n", "3", sys.executable, str(SCRIPTS / "fence_latency.py")]
+        [*mpirun(3), sys.executable, str(SCRIPTS / "fence_latency.py")]
         + ["--laps", "50", "--rounds", "2"],
         capture_output=True,
         text=True,

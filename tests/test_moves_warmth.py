@@ -4,14 +4,14 @@ import os
 import subprocess
 import sys
 
-from launch import SCRIPTS, mpiexec
+from launch import SCRIPTS, mpirun
 
 
 def test_moves_warmth_times_each_move_cold_and_warm(profile_file):
     env = dict(os.environ, MPIEXEC_TIMEOUT="120")
     argv = [str(SCRIPTS / "moves_warmth.py"), "--counts", "2,3", "--mib", "0.25"]
     done = subprocess.run(
-        [mpiexec(), "-n", "2", sys.executable, *argv, "--profile", str(profile_file)],
+        [*mpirun(2), sys.executable, *argv, "--profile", str(profile_file)],
         capture_output=True,
         text=True,
         timeout=135,

@@ -56,3 +56,22 @@ def test_bytes_counted_match_the_schedule():
     r = run_and_verify(summa, summa.plan((n, n, n), P), np.float64)
     # every A panel goes from its owner to q-1 others, every B panel to p-1 others
     assert r["bytes_sent"] == 8 * n * n * ((q - 1) + (p - 1))
+
+
+@pytest.mark.mpi
+def test_ranks_refusing_leave_together_after_rank_0():
+    """bench.machine.leave_together: no rank leaves before the last arrives (rank 0, late
+    here, has printed its line by then), so a launcher that ends the job at the first rank's
+    non-zero exit, as Open MPI's does, cannot cut rank 0's one line."""
+    import time
+
+    from bench.machine import leave_together
+
+    world = MPI.COMM_WORLD
+    world.Barrier()
+    start = time.monotonic()
+    if world.Get_rank() == 0:
+        time.sleep(0.3)
+    leave_together()
+    waited = time.monotonic() - start
+    assert waited >= (0.3 if P > 1 else 0.0) - 0.01, waited

@@ -5,7 +5,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from launch import distmm_mpi, mpiexec
+from launch import distmm_mpi, mpirun
+
+from bench.job_output import said_lines
 
 TREE = ("--topology", "mncore:2,2,2,2")
 
@@ -74,7 +76,7 @@ def test_dump_on_the_tree_without_emulation(tmp_path):
 def test_bad_topology_or_binding_is_one_line():
     r = distmm_mpi(16, "run", "cannon", "--shape", "8,8,8", *TREE, "--bind", "x=L2B,y=L1B+MAB+PE")
     assert r.returncode == 2
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    lines = said_lines(r.stderr)
     assert len(set(lines)) == 1 and "valid for mesh" in lines[0]
     assert "x=L2B+L1B,y=MAB+PE" in lines[0]
     r = distmm_mpi(4, "run", "cannon", "--shape", "8,8,8", *TREE)
@@ -88,7 +90,7 @@ def test_seed_layout_scaled_down_on_16_ranks():
     here = Path(__file__).parent
     env = dict(os.environ, MPIEXEC_TIMEOUT="100")
     r = subprocess.run(
-        [mpiexec(), "-n", "16", sys.executable, str(here / "tree_seed_job.py")],
+        [*mpirun(16), sys.executable, str(here / "tree_seed_job.py")],
         capture_output=True,
         text=True,
         timeout=115,
