@@ -46,12 +46,12 @@ def parameters(rng: random.Random, algo: str, shape, P: int, grid) -> list[str]:
     the run takes), or one of the paces T10 admits for the F_op."""
     if rng.random() >= 0.4:
         return []
-    names = [o.name for o in get(algo).options]
-    if "panel" in names:
+    options = {o.name: o for o in get(algo).options}
+    if "panel" in options:
         return ["--panel", str(rng.randint(1, shape[1]))]
-    if "pace" in names:
+    if "pace" in options:
         plan = get(algo).plan(shape, P, fop=grid)
-        return ["--pace", str(rng.choice(get(algo).options[1].candidates(plan)))]
+        return ["--pace", str(rng.choice(options["pace"].candidates(plan)))]
     return []
 
 

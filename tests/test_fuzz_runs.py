@@ -70,7 +70,7 @@ def test_parameters_drawn_are_ones_the_algorithms_take():
         algo, flags = argv[1], {f for f in argv if f in ("--panel", "--pace")}
         drawn |= flags
         shape = tuple(int(x) for x in argv[argv.index("--shape") + 1].split(","))
-        grid = tuple(int(x) for x in argv[argv.index(argv[4]) + 1].split(","))
+        grid = tuple(int(x) for x in argv[5].split(","))  # after --grid or --fop
         options = {get(algo).options[0].name: grid}
         options |= {f[2:]: int(argv[argv.index(f) + 1]) for f in flags}
         get(algo).plan(shape, P, **options)  # a bad parameter raises
