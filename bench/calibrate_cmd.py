@@ -23,6 +23,7 @@ times only that, into a profile made on one node (bench/calibration_network.py).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -313,16 +314,23 @@ def _counts(world, quick: bool, facts: dict, least: int = 2) -> list[dict]:
     return below + at_each_count(world, quick, cores, least=max(least, cores + 1))
 
 
+@contextlib.contextmanager
 def _on_the_node_cpus():
-    """What the job rank 0 launches runs first: its CPUs widened to all the node's the launcher
-    may use (bench.metadata.launch_cpus). A job started from a rank its launcher bound to one
-    core (Open MPI's default with no more ranks than cores, ``-bind-to core``) would inherit
-    that core alone: the 3 ranks `mpiexec -n 1 distmm calibrate --up-to 3` launched under Open
-    MPI shared one core of two, and timed no GEMMs of two threads. None off Linux."""
+    """This process, and what it starts meanwhile, on all the CPUs the node's launcher may use
+    (bench.metadata.launch_cpus), then back on its own. A job started from a rank its launcher
+    bound to one core (Open MPI's default with no more ranks than cores, ``-bind-to core``)
+    inherits that core alone: the 3 ranks `mpiexec -n 1 distmm calibrate --up-to 3` launched
+    under Open MPI shared one core of two, and timed no GEMMs of two threads. Off Linux,
+    nothing changes."""
     if not hasattr(os, "sched_setaffinity"):
-        return None
-    cpus = launch_cpus()
-    return lambda: os.sched_setaffinity(0, cpus)
+        yield
+        return
+    own = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, launch_cpus())
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, own)
 
 
 def _counts_in_job(
@@ -350,14 +358,8 @@ def _counts_in_job(
                     raise OSError("no mpiexec beside this Python or on PATH")
                 flavour = mpi_flavour(mpiexec)[0]
                 cmd = mpiexec_command(mpiexec, flavour, ranks, cores) + cmd
-                subprocess.run(
-                    cmd,
-                    env=env,
-                    check=True,
-                    capture_output=True,
-                    timeout=900,
-                    preexec_fn=_on_the_node_cpus(),
-                )
+                with _on_the_node_cpus():
+                    subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=900)
                 entries = json.loads(out.read_text())
                 if "counts" not in entries:
                     raise ValueError(f"{out.name} holds no counts")
