@@ -12,8 +12,9 @@ def said_lines(stderr: str) -> list[str]:
     the notices it frames in rules of dashes (Open MPI's prterun, after the ranks' own line,
     when a rank exits non-zero: "prterun detected that one or more processes exited with
     non-zero status, ...") and its event library's warnings as ranks quit at once ("[warn]
-    Epoll MOD(4) on fd 20 failed. ...": 10 of the test suite's 50 refusals under Open MPI
-    5.0.11's wheels here; open-mpi/ompi#5520, the library not shut down cleanly, left unfixed)."""
+    Epoll MOD(4) on fd 20 failed. ...": 1 of the test suite's 50 refusals in one run under
+    Open MPI 5.0.11's wheels here, 1 of 20 in another; open-mpi/ompi#5520, the library not shut
+    down cleanly, left unfixed)."""
     lines, notice = [], False
     for line in stderr.splitlines():
         if _RULE.fullmatch(line.strip()):

@@ -164,8 +164,9 @@ def leave_together(most: float = 10.0) -> None:
     """Before a job's ranks exit non-zero with the one line rank 0 printed: wait until every
     rank is here (at most ``most`` seconds), so that no rank ends before that line is out.
     Open MPI ends the whole job at the first rank's non-zero exit, rank 0 perhaps before it
-    printed (3 of the test suite's 50 refusals showed Open MPI's notice alone); MPICH waits for
-    every rank. MPI starts here if it had not (a usage error found before it did)."""
+    printed (9 and 3 of the test suite's 50 refusals, in two runs, showed Open MPI's notice
+    alone); MPICH waits for every rank. MPI starts here if it had not (a usage error found
+    before it did)."""
     mpi = sys.modules.get("mpi4py.MPI")
     started = mpi is not None and mpi.Is_initialized()
     if not started and launched_size() <= 1:
