@@ -56,17 +56,24 @@ def cache_bytes() -> int:
 
 def launched_local_ranks() -> int:
     """Ranks on this node as the launcher announces them (before MPI_Init); 1 if unknown."""
-    for var in ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_SIZE", "PMIX_SIZE"):
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return 1
+    return _announced(("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_SIZE", "PMIX_SIZE"), 1)
 
 
 def launched_rank() -> int:
-    for var in RANK_VARS:
+    return _announced(RANK_VARS, 0)
+
+
+def launched_size() -> int:
+    """The job's ranks as the launcher announces them (before MPI_Init); 1 if unknown."""
+    return _announced(("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE"), 1)
+
+
+def _announced(names: tuple[str, ...], unknown: int) -> int:
+    """The first of the launcher's environment variables ``names`` that holds a count."""
+    for var in names:
         if os.environ.get(var, "").isdigit():
             return int(os.environ[var])
-    return 0
+    return unknown
 
 
 _STARTED: dict = {}
@@ -150,14 +157,6 @@ def validated() -> None:
     """Say that every rank has checked its input: an error from here on may be one rank's
     alone, and ends the whole job (:func:`abort_job`) instead of leaving the others waiting."""
     _STARTED["validated"] = True
-
-
-def launched_size() -> int:
-    """The job's ranks as the launcher announces them (before MPI_Init); 1 if unknown."""
-    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE"):
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return 1
 
 
 def leave_together(most: float = 10.0) -> None:
