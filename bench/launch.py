@@ -368,6 +368,14 @@ class Launcher:
             return None, f"{state}, exit {rc}: {last_line(err)}"
         return record, ""
 
+    def calibrate(self, P: int, out, timeout: float, quick: bool = False, **how) -> str:
+        """`distmm calibrate --out OUT [--quick]` on P ranks: "" once it wrote the profile, else
+        one line saying why not; ``how``: run()'s cwd."""
+        argv = ["calibrate", "--out", str(out)] + ["--quick"] * quick
+        state, rc, _, err = self.run(P, argv, timeout, **how)
+        ok = state == "done" and rc == 0
+        return "" if ok else f"calibration failed ({state}, exit {rc}): {last_line(err)}"
+
 
 def _mpi_version(given: str | None) -> str:
     """The MPI library's version line when mpiexec is not the launcher ("" if none is found)."""

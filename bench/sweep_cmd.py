@@ -25,7 +25,6 @@ from filelock import FileLock, Timeout
 
 from .errors import UsageError
 from .faults import fault_from_env
-from .job_output import last_line
 from .launch import Launcher, add_launcher_arguments, run_argv, stop_on_sigterm
 from .metadata import as_row, git_state, settings
 from .record import DONE, RETRYABLE, read_table, row_from_result, write_table
@@ -253,10 +252,8 @@ def _calibrated(cfg: dict, runs: list[dict], results: Path, launcher: Launcher) 
         # this machine's time slicing when ranks outnumber cores.
         P = max(2, launcher.cores, *(r["P"] for r in runs))
         _say(f"distmm sweep: calibrating on {P} ranks into {profile}")
-        argv = ["calibrate", "--out", profile] + (
-            ["--quick"] if cfg["calibrate"] == "quick" else []
-        )
-        state, rc, _, err = launcher.run(P, argv, max(cfg["timeout"], 300))
-        if state != "done" or rc != 0:
-            raise UsageError(f"calibration failed ({state}, exit {rc}): {last_line(err)}")
+        quick = cfg["calibrate"] == "quick"
+        failed = launcher.calibrate(P, profile, max(cfg["timeout"], 300), quick)
+        if failed:
+            raise UsageError(failed)
     return profile

@@ -198,11 +198,9 @@ def main() -> None:
         return
     if not profile_path.exists():
         print(f"calibrating on {cores()} ranks -> {profile_path}", file=sys.stderr, flush=True)
-        state, rc, _, err = Launcher.find().run(
-            cores(), ["calibrate", "--out", str(profile_path)], 900, cwd=ROOT
-        )
-        if state != "done" or rc != 0:
-            sys.exit(f"calibration failed ({state}, exit {rc}): {err.strip()[-400:]}")
+        failed = Launcher.find().calibrate(cores(), profile_path, 900, cwd=ROOT)
+        if failed:
+            sys.exit(failed)
     profile = Profile.load(profile_path)
     timed = timed_alltoall(profile_path)
     shapes = (

@@ -76,9 +76,9 @@ def launch(P: int, argv: list[str], timeout: int = 900) -> dict | None:
 
 
 def calibrate(P: int, out: Path) -> None:
-    state, rc, _, err = Launcher.find().run(P, ["calibrate", "--out", str(out)], 900, cwd=ROOT)
-    if state != "done" or rc != 0:
-        print(f"  calibration failed ({state}, exit {rc}):\n{err.strip()[-600:]}", file=sys.stderr)
+    failed = Launcher.find().calibrate(P, out, 900, cwd=ROOT)
+    if failed:
+        print(f"  {failed}", file=sys.stderr)
 
 
 def phase_errors(trace: Path, run: dict) -> dict[str, float]:

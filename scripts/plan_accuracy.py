@@ -88,11 +88,9 @@ def main() -> int:
     args = ap.parse_args()
     if not Path(args.profile).exists():
         print(f"calibrating at 8 ranks into {args.profile} ...", flush=True)
-        argv = ["calibrate", "--out", args.profile]
-        state, rc, _, err = Launcher.find(None).run(8, argv, 600, cwd=ROOT)
-        if state != "done" or rc != 0:
-            tail = err.strip()[-600:]
-            print(f"calibration failed ({state}, exit {rc}):\n{tail}", file=sys.stderr)
+        failed = Launcher.find(None).calibrate(8, args.profile, 600, cwd=ROOT)
+        if failed:
+            print(failed, file=sys.stderr)
             return 1
     profile = Profile.load(args.profile)
     ranks = [int(r) for r in args.ranks.split(",")]

@@ -172,3 +172,13 @@ def test_ranks_pinned_a_core_each_still_see_the_nodes_cores():
     assert record is not None, why
     assert (record["cores"], record["ranks_per_node"]) == (cores, P)
     assert record["oversubscribed"] is False and record["blas_threads"] == 1
+
+
+@pytest.mark.timeout(60)
+def test_a_calibration_that_fails_says_why_in_one_line(tmp_path):
+    """Launcher.calibrate, what sweeps and the accuracy scripts calibrate with: "" once the
+    profile is written, else one line with the job's own last words."""
+    missing = tmp_path / "no such folder" / "profile.json"
+    why = Launcher.find(None).calibrate(1, missing, 50, quick=True, cwd=ROOT)
+    assert why.startswith("calibration failed (done, exit 2): distmm calibrate: error:"), why
+    assert "\n" not in why and not missing.exists()
