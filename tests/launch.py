@@ -19,19 +19,16 @@ def mpiexec() -> str:
 
 
 def mpirun(n: int) -> list[str]:
-    """``mpiexec -n N`` with the flags this MPI needs for N ranks here (bench.launch.
-    mpiexec_command: Open MPI's for more ranks than cores, and as root)."""
-    from bench.launch import mpiexec_command
-    from bench.metadata import cores
-
-    return mpiexec_command(mpiexec(), _flavour(), n, cores())
+    """``mpiexec -n N`` with the flags this MPI needs for N ranks here, as distmm's own
+    launcher gives them (bench.launch: Open MPI's for more ranks than cores, and as root)."""
+    return _launcher().command(n, [], program=())
 
 
 @functools.cache
-def _flavour() -> str:
-    from bench.launch import mpi_flavour
+def _launcher():
+    from bench.launch import Launcher
 
-    return mpi_flavour(mpiexec())[0]
+    return Launcher.find(mpiexec())  # (asks the MPI its flavour once per test session)
 
 
 def distmm_mpi(n: int, *args: str, timeout: float = 120, cwd=None) -> subprocess.CompletedProcess:
