@@ -220,11 +220,12 @@ def _hosts(world) -> tuple[list[str], int, int]:
     return distinct, len(names), max(names.count(h) for h in distinct)
 
 
-def collect(world=None) -> dict:
+def collect(world=None, on_node: int | None = None) -> dict:
     """The metadata of a run, keys :data:`KEYS`. With a communicator, every rank must call it.
 
     Without ``world`` the host facts describe this process alone (one host, one rank).
-    ``ranks_per_node`` is the number of ranks on the busiest node.
+    ``ranks_per_node`` is the number of ranks on the busiest node; ``on_node``: the node's
+    cores if already counted (bench.machine.start_mpi's facts), else :func:`node_cores`.
     """
     import mpi4py
     import numpy
@@ -233,7 +234,7 @@ def collect(world=None) -> dict:
     commit, dirty = git_state()
     return {
         "cpu_model": cpu_model(),
-        "cores": cores() if world is None else node_cores(world),
+        "cores": cores() if world is None else on_node or node_cores(world),
         "memory_bytes": memory_bytes(),
         "blas": blas(),
         "numpy": numpy.__version__,

@@ -175,7 +175,7 @@ def main(args) -> int:
         world=world,
     )
     result.update(facts)
-    result.update(collect(world))  # a collective: every rank gathers the host names
+    result.update(collect(world, facts["cores"]))  # a collective: every rank gathers the hosts
     if tree is not None:
         result.update(
             {
