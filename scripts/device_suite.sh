@@ -79,11 +79,12 @@ numpy.__version__, scipy.__version__, M.Get_library_version().splitlines()[0])"
   "$PY" -m threadpoolctl -i numpy 2>/dev/null | grep -E '"(internal_api|version|architecture)"'
 } >"$out/machine.txt" 2>&1
 cores=$("$PY" -c "from bench.machine import cores; print(cores())")
+mpiexec_for "$cores"  # (scripts/mpienv.sh) the array launch, for `timeout` to run
 prof=${PROFILE:-$out/profile.json}
 
 for name in "${stages[@]}"; do
   case $name in
-    calibrate) stage calibrate 150 mpiexec -n "$cores" "$PY" -m bench.cli calibrate --out "$prof" ;;
+    calibrate) stage calibrate 150 "${launch[@]}" "$PY" -m bench.cli calibrate --out "$prof" ;;
     plan_speed) stage plan_speed 120 "$PY" scripts/plan_speed.py --profile "$prof" --P 8192 \
       --layouts block,native --repeat 3 ;;
     plan_block)
@@ -94,9 +95,9 @@ for name in "${stages[@]}"; do
       done ;;
     gemm_busy)
       for lap in 1 2 3; do
-        stage "gemm_busy_$lap" 10 mpiexec -n "$cores" "$PY" scripts/gemm_busy.py --profile "$prof"
+        stage "gemm_busy_$lap" 10 "${launch[@]}" "$PY" scripts/gemm_busy.py --profile "$prof"
       done ;;
-    moves) stage moves 10 mpiexec -n "$cores" "$PY" -u scripts/moves_warmth.py --profile "$prof" ;;
+    moves) stage moves 10 "${launch[@]}" "$PY" -u scripts/moves_warmth.py --profile "$prof" ;;
     messages)
       for ranks in ${MESSAGE_RANKS:-16 4}; do
         stage "messages_$ranks" 10 "$PY" -u scripts/messages_accuracy.py --profile "$prof" \

@@ -8,14 +8,20 @@ export MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT=${MPIR_CVAR_CH4_PROGRES
 export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 
-# mpiexec_n N CMD...: CMD on N ranks with the mpiexec beside the Python (${PY:-python}) and the
-# flags its MPI needs here (Open MPI's --oversubscribe beyond the cores, --allow-run-as-root as
-# root), as distmm starts its own jobs (bench.launch.mpiexec_command)
+# mpiexec_for N: the array `launch` set to the launcher for N ranks: the mpiexec beside the Python
+# (${PY:-python}) and the flags its MPI needs here (Open MPI's --oversubscribe beyond the cores,
+# --allow-run-as-root as root), as distmm starts its own jobs (bench.launch.mpiexec_command);
+# for commands a function cannot run in, e.g. under `timeout`
+mpiexec_for() {
+  eval "launch=($("${PY:-python}" -c 'import shlex, sys
+from bench.launch import Launcher
+print(shlex.join(Launcher.find().command(int(sys.argv[1]), [], program=())))' "$1"))"
+}
+
+# mpiexec_n N CMD...: CMD on N ranks with that launcher
 mpiexec_n() {
   local n=$1 launch
   shift
-  eval "launch=($("${PY:-python}" -c 'import shlex, sys
-from bench.launch import Launcher
-print(shlex.join(Launcher.find().command(int(sys.argv[1]), [], program=())))' "$n"))"
+  mpiexec_for "$n"
   "${launch[@]}" "$@"
 }
