@@ -4,31 +4,26 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-BIN = Path(sys.executable).parent
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-
-
-def mpiexec() -> str:
-    found = BIN / "mpiexec"
-    return str(found) if found.exists() else (shutil.which("mpiexec") or "mpiexec")
 
 
 def mpirun(n: int) -> list[str]:
     """``mpiexec -n N`` with the flags this MPI needs for N ranks here, as distmm's own
     launcher gives them (bench.launch: Open MPI's for more ranks than cores, and as root)."""
-    return _launcher().command(n, [], program=())
+    return launcher().command(n, [], program=())
 
 
 @functools.cache
-def _launcher():
+def launcher():
+    """distmm's launcher here: the mpiexec beside this Python, else on PATH (bench.launch), its
+    flavour asked once per test session."""
     from bench.launch import Launcher
 
-    return Launcher.find(mpiexec())  # (asks the MPI its flavour once per test session)
+    return Launcher.find()
 
 
 def distmm_mpi(n: int, *args: str, timeout: float = 120, cwd=None) -> subprocess.CompletedProcess:

@@ -16,7 +16,6 @@ from launch import distmm_mpi
 
 from bench.faults import Fault, fault_from_env
 from bench.job_output import said_lines
-from bench.launch import mpi_flavour
 from bench.shm import remove_stale, stale
 
 # (algorithm, ranks, a communication phase it has)
@@ -80,9 +79,9 @@ def test_an_error_on_one_rank_after_validation_ends_the_job_in_one_line(algo, n,
 
 @functools.cache
 def mpich_on_linux() -> bool:
-    from launch import mpiexec
+    from launch import launcher
 
-    return mpi_flavour(mpiexec())[0] == "mpich" and Path("/proc/self/maps").exists()
+    return launcher().flavour == "mpich" and Path("/proc/self/maps").exists()
 
 
 def distmm_cmd(n):
