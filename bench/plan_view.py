@@ -3,6 +3,8 @@ a chain's shortest path beside the greedy choice (as text and as the JSON record
 
 from __future__ import annotations
 
+import statistics
+
 from .planner import Candidate
 from .stats import case_agreement
 from .units import format_bytes
@@ -106,6 +108,30 @@ def repeatability_text(fastest: int, near: int, tried: int) -> str:
         f"repeatability of the runs: one round alone picks the fastest of the other rounds in "
         f"{fastest} of {tried} ({100 * fastest / tried:.0f}%), within 10% in {near} "
         f"({100 * near / tried:.0f}%): what a chooser as noisy as this machine scores"
+    )
+
+
+def phases_text(c: Candidate, recs: list[dict]) -> str:
+    """``c``'s phases predicted and measured in its run records ``recs`` (the median over them),
+    in ms: "in / kernel / out | in / kernel / out" from the user's layouts, the kernel alone
+    from native ones (or records without phases)."""
+
+    def median(seconds) -> float:
+        return statistics.median(seconds(r) for r in recs)
+
+    kernel = median(lambda r: r["multiply_seconds"])
+    predicted, measured = [c.kernel], [kernel]
+    if c.layouts is not None and all("phases" in r for r in recs):
+        into, out = (
+            median(lambda r, p=p: r["phases"][p]["seconds"])
+            for p in ("redistribute_in", "redistribute_out")
+        )
+        predicted = [c.redistribute[0], c.kernel, c.redistribute[1]]
+        measured = [into, kernel, out]
+    return (
+        " / ".join(f"{x * 1e3:.1f}" for x in predicted)
+        + " | "
+        + " / ".join(f"{x * 1e3:.1f}" for x in measured)
     )
 
 

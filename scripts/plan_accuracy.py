@@ -46,7 +46,7 @@ from bench.launch import Launcher  # noqa: E402
 from bench.model import Profile  # noqa: E402
 from bench.plan_cmd import near_ties  # noqa: E402
 from bench.plan_measure import measure  # noqa: E402
-from bench.plan_view import repeatability_text  # noqa: E402
+from bench.plan_view import phases_text, repeatability_text  # noqa: E402
 from bench.planner import candidates, recommend, run_set  # noqa: E402
 from bench.stats import case_agreement  # noqa: E402
 from layouts.endpoints import user_layouts  # noqa: E402
@@ -226,7 +226,7 @@ def _say_details(say, details: list) -> None:
     for case, c, pred, meas, recs in details:
         say(
             f"{case:<22}{_name(c):<38}{pred * 1e3:>15.2f}{meas * 1e3:>14.2f}{pred / meas:>10.3f}"
-            f"   {_phases(c, recs)}"
+            f"   {phases_text(c, recs)}"
         )
     errors = [abs(pred / meas - 1) for _, _, pred, meas, _ in details]
     pairs = swapped = 0
@@ -248,28 +248,6 @@ def _say_details(say, details: list) -> None:
         + ", ".join(
             f"{a} {statistics.median(r):.2f} ({len(r)})" for a, r in sorted(by_algo.items())
         )
-    )
-
-
-def _phases(c, recs: list[dict]) -> str:
-    """The candidate's predicted and measured (median over its runs) phases, in ms."""
-
-    def median(seconds) -> float:
-        return statistics.median(seconds(r) for r in recs)
-
-    kernel = median(lambda r: r["multiply_seconds"])
-    predicted, measured = [c.kernel], [kernel]
-    if c.layouts is not None and all("phases" in r for r in recs):
-        into, out = (
-            median(lambda r, p=p: r["phases"][p]["seconds"])
-            for p in ("redistribute_in", "redistribute_out")
-        )
-        predicted = [c.redistribute[0], c.kernel, c.redistribute[1]]
-        measured = [into, kernel, out]
-    return (
-        " / ".join(f"{x * 1e3:.1f}" for x in predicted)
-        + " | "
-        + " / ".join(f"{x * 1e3:.1f}" for x in measured)
     )
 
 

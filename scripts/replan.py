@@ -2,7 +2,7 @@
 what a change to the model or the calibration would have made of runs already measured.
 
     .venv/bin/python scripts/replan.py --records plan_block.jsonl [more.jsonl ...]
-        --profile profile.json [--layouts block] [--judge-rounds K] [--debiased]
+        --profile profile.json [--layouts block] [--judge-rounds K] [--debiased] [--misses]
 
 The records are ``scripts/plan_accuracy.py --records``'s JSON lines: each case's candidates
 as they were run, with their measured timings (on a mesh, or on a cluster emulated with
@@ -16,7 +16,9 @@ recommendation was not among those measured is counted apart (the records cannot
 median): how far the score moves with the rounds measured, e.g. K = 3 on a sweep of 5 rounds
 for what the usual 3 could have made of it. With --debiased they are judged once more with
 each (algorithm, P)'s median pred/meas over the records divided out of its prices, fitted in
-sample: the most a per-algorithm correction of the model could score on these runs.
+sample: the most a per-algorithm correction of the model could score on these runs. With
+--misses each case the first choice misses is explained: its phases and the fastest's, priced
+now against the median of every round measured (in / kernel / out | in / kernel / out, ms).
 
 A case found in several records files (sweeps of the same cases at other times) is judged on
 them all: each candidate by the median over the sweeps of its median there, those measured in
@@ -37,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.machine import cores
 from bench.model import Profile
-from bench.plan_view import repeatability_text
+from bench.plan_view import phases_text, repeatability_text
 from bench.planner import candidates, recommend
 from bench.stats import case_agreement
 from layouts.endpoints import user_layouts
@@ -55,6 +57,11 @@ def main() -> int:
         "--debiased",
         action="store_true",
         help="also judge with each (algorithm, P)'s median pred/meas divided out (in sample)",
+    )
+    ap.add_argument(
+        "--misses",
+        action="store_true",
+        help="under each miss, the first choice's and the fastest's phases, priced and measured",
     )
     args = ap.parse_args()
     cases: dict[str, list[dict]] = {}
@@ -93,6 +100,9 @@ def main() -> int:
             within += ratio <= 1.10
             unmeasured += out["unmeasured"]
             print(f"{case:<22}{first:<34}{fastest:<34}{ratio:>14.3f}")
+            if args.misses and first != fastest:
+                for name in (first, fastest):
+                    print(f"    {name:<34}{out['phases'][name]}")
     errors = [abs(r - 1) for rs in ratios.values() for r in rs]
     n = len(cases)
     print(
@@ -162,6 +172,13 @@ def _replayed(runs: list[dict], profile: str, layouts: str) -> dict:
     first = min(now, key=now.get)
     fastest = min(measured, key=measured.get)
     algos = {run["candidate"]: run["argv"][1] for run in runs}
+    phases = {  # (the rounds of every sweep together)
+        name: phases_text(
+            priced[argv], [r for run in runs if run["candidate"] == name for r in run["runs"]]
+        )
+        for name, argv in {run["candidate"]: tuple(run["argv"]) for run in runs}.items()
+        if name in (first, fastest) and argv in priced
+    }
     best = recommend(cands, None)
     return {
         "first": first,
@@ -172,6 +189,7 @@ def _replayed(runs: list[dict], profile: str, layouts: str) -> dict:
         "rounds": rounds,
         "agreement": case_agreement(rounds.values()),
         "priced": (P, {k: (algos[k], now[k], measured[k]) for k in now}),
+        "phases": phases,
         "unmeasured": best.seconds not in [c.seconds for c in map(priced.get, argvs) if c],
     }
 

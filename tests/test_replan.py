@@ -444,3 +444,27 @@ def test_model_sweeps_replayed_together_are_judged_on_their_medians():
     assert float(line.split("= ")[1]) < 0.07
     over = next(ln for ln in r.stdout.splitlines() if ln.startswith("over 30%: "))
     assert int(over.split()[2]) <= 1 and "5 sweeps: " in r.stdout
+
+
+def test_a_replays_misses_are_explained_phase_by_phase():
+    """scripts/replan.py --misses: under each case whose first choice is not the fastest, both
+    candidates' phases priced now and measured (stop 92's sweep from block, its own profile:
+    the miss at 16 ranks on 1024^3 is tesseract 1x1x16's kernel priced below what it took and
+    Cannon 4x4's above)."""
+    vm = ROOT / "results" / "vm-2c-zen3"
+    args = ["--records", str(vm / "plan_block_s92.jsonl"), "--profile"]
+    r = script("replan.py", *args, str(vm / "profile_s92.json"), "--misses")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    cases = [i for i, ln in enumerate(lines) if ln.startswith("P=")]
+    misses = [i for i in cases if not lines[i].endswith(" 1.000")]
+    assert misses and len(misses) < len(cases)
+    for i in misses:
+        first, fastest = lines[i][22:56].strip(), lines[i][56:90].strip()
+        for line, name in zip(lines[i + 1 : i + 3], (first, fastest), strict=True):
+            assert line.startswith(f"    {name} "), (lines[i], line)
+            priced, measured = (side.split(" / ") for side in line[38:].split(" | "))
+            assert len(priced) == len(measured) == 3  # in, kernel, out
+            assert all(float(x) >= 0 for x in (*priced, *measured))
+    for i in (i for i in cases if i not in misses):
+        assert i + 1 == len(lines) or not lines[i + 1].startswith("    ")
