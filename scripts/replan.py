@@ -85,7 +85,7 @@ def main() -> int:
         )
     print(f"{'case':<22}{'first choice now':<34}{'measured fastest':<34}{'first/fastest':>14}")
     # each case planned on its own, a process per core (results in the cases' order)
-    price = partial(_replayed, profile=args.profile, layouts=args.layouts)
+    price = partial(_replayed, profile=args.profile, layouts=args.layouts, misses=args.misses)
     with ProcessPoolExecutor(min(cores(), len(cases)) or 1) as pool:
         for case, out in zip(cases, pool.map(price, cases.values()), strict=True):
             first, fastest, ratio = out["first"], out["fastest"], out["ratio"]
@@ -102,7 +102,7 @@ def main() -> int:
             print(f"{case:<22}{first:<34}{fastest:<34}{ratio:>14.3f}")
             if args.misses and first != fastest:
                 for name in (first, fastest):
-                    print(f"    {name:<34}{out['phases'][name]}")
+                    print(f"    {name:<34}{out['phases'].get(name, 'not priced now')}")
     errors = [abs(r - 1) for rs in ratios.values() for r in rs]
     n = len(cases)
     print(
@@ -127,9 +127,10 @@ def main() -> int:
     return 0
 
 
-def _replayed(runs: list[dict], profile: str, layouts: str) -> dict:
+def _replayed(runs: list[dict], profile: str, layouts: str, misses: bool = False) -> dict:
     """One case's stored runs priced again: its first choice now among the measured, the
-    measured fastest, their ratio, each run's pred/meas, its moves', and what judging needs."""
+    measured fastest, their ratio, each run's pred/meas, its moves', and what judging needs;
+    with ``misses``, where those two differ, their phases priced and measured."""
     profile = _loaded(profile)
     case = runs[0]["case"]
     P = int(case.split()[0].removeprefix("P="))
@@ -177,7 +178,7 @@ def _replayed(runs: list[dict], profile: str, layouts: str) -> dict:
             priced[argv], [r for run in runs if run["candidate"] == name for r in run["runs"]]
         )
         for name, argv in {run["candidate"]: tuple(run["argv"]) for run in runs}.items()
-        if name in (first, fastest) and argv in priced
+        if misses and first != fastest and name in (first, fastest) and argv in priced
     }
     best = recommend(cands, None)
     return {
