@@ -173,13 +173,13 @@ def _replayed(runs: list[dict], profile: str, layouts: str, misses: bool = False
     first = min(now, key=now.get)
     fastest = min(measured, key=measured.get)
     algos = {run["candidate"]: run["argv"][1] for run in runs}
-    phases = {  # (the rounds of every sweep together)
-        name: phases_text(
-            priced[argv], [r for run in runs if run["candidate"] == name for r in run["runs"]]
-        )
-        for name, argv in {run["candidate"]: tuple(run["argv"]) for run in runs}.items()
-        if misses and first != fastest and name in (first, fastest) and argv in priced
-    }
+    phases = {}  # (the rounds of every sweep together)
+    for name, argv in {run["candidate"]: tuple(run["argv"]) for run in runs}.items():
+        if misses and first != fastest and name in (first, fastest) and argv in priced:
+            recs = [r for run in runs if run["candidate"] == name for r in run["runs"]]
+            phases[name] = phases_text(priced[argv], recs)
+            if topology == "mesh" and links is None:
+                phases[name] += _kernel_parts(priced[argv], profile, P, recs)
     best = recommend(cands, None)
     return {
         "first": first,
@@ -193,6 +193,23 @@ def _replayed(runs: list[dict], profile: str, layouts: str, misses: bool = False
         "phases": phases,
         "unmeasured": best.seconds not in [c.seconds for c in map(priced.get, argvs) if c],
     }
+
+
+def _kernel_parts(c, profile, P: int, recs: list[dict]) -> str:
+    """The kernel's price by kind (bench.model.predict's phases: gemm, shift, bcast, barrier,
+    ...) beside the GEMM-only loop each run timed in its job (``compute_seconds``, barrier to
+    barrier: a GEMM phase and its closing barrier), in ms; on one node."""
+    from algorithms import get
+    from bench.model import predict, schedule
+
+    pred = predict(schedule(get(c.algo), c.plan, 0, "float32"), profile, "float32", P, P=P)
+    parts = ", ".join(
+        f"{kind} {sec * 1e3:.1f}"
+        for kind, sec in sorted(pred.phases.items(), key=lambda kv: -kv[1])
+    )
+    alone = [r["compute_seconds"] for r in recs if r.get("compute_seconds")]
+    took = f"; GEMM-only loop {statistics.median(alone) * 1e3:.1f}" if alone else ""
+    return f"\n{'':<38}kernel priced: {parts}{took}"
 
 
 _loaded = cache(Profile.load)  # a profile read once per process

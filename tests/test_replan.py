@@ -448,9 +448,10 @@ def test_model_sweeps_replayed_together_are_judged_on_their_medians():
 
 def test_a_replays_misses_are_explained_phase_by_phase():
     """scripts/replan.py --misses: under each case whose first choice is not the fastest, both
-    candidates' phases priced now and measured (stop 92's sweep from block, its own profile:
-    the miss at 16 ranks on 1024^3 is tesseract 1x1x16's kernel priced below what it took and
-    Cannon 4x4's above)."""
+    candidates' phases priced now and measured, and their kernels' price by kind beside the
+    GEMM-only loop the runs timed (stop 92's sweep from block, its own profile: the miss at 16
+    ranks on 1024^3 is tesseract 1x1x16's kernel priced below what it took, Cannon 4x4's
+    above, its shifts priced dear)."""
     vm = ROOT / "results" / "vm-2c-zen3"
     args = ["--records", str(vm / "plan_block_s92.jsonl"), "--profile"]
     r = script("replan.py", *args, str(vm / "profile_s92.json"), "--misses")
@@ -461,10 +462,16 @@ def test_a_replays_misses_are_explained_phase_by_phase():
     assert misses and len(misses) < len(cases)
     for i in misses:
         first, fastest = lines[i][22:56].strip(), lines[i][56:90].strip()
-        for line, name in zip(lines[i + 1 : i + 3], (first, fastest), strict=True):
+        below = lines[i + 1 : i + 5]
+        for line, name in zip(below[::2], (first, fastest), strict=True):
             assert line.startswith(f"    {name} "), (lines[i], line)
             priced, measured = (side.split(" / ") for side in line[38:].split(" | "))
             assert len(priced) == len(measured) == 3  # in, kernel, out
             assert all(float(x) >= 0 for x in (*priced, *measured))
+        for line in below[1::2]:
+            parts = line.split("kernel priced: ")[1]
+            assert "gemm " in parts and "; GEMM-only loop " in parts, line
     for i in (i for i in cases if i not in misses):
         assert i + 1 == len(lines) or not lines[i + 1].startswith("    ")
+    cannon = lines[lines.index(next(ln for ln in lines if ln.startswith("P=16 1024x1024x1024"))) :]
+    assert any(ln.strip().startswith("kernel priced: shift") for ln in cannon[:5]), cannon[:5]
