@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from launch import distmm_mpi
+from launch import distmm_mpi, launcher
 
 from bench.faults import Fault, fault_from_env
 from bench.job_output import said_lines
@@ -33,19 +33,32 @@ ALGOS = [
 @pytest.mark.parametrize("algo,n,phase", ALGOS)
 @pytest.mark.parametrize("where,mode", [("gemm", "raise"), ("comm", "exit"), ("setup", "raise")])
 def test_failing_rank_ends_the_job(algo, n, phase, where, mode):
+    """A rank raising ends the job through distmm's own abort; a rank exiting without MPI's
+    clean-up (mode=exit) through the launcher, which MPICH's Hydra now and then misses (a race
+    reading the dead rank's exit status, pmodels/mpich#7057; here 1 of some 40 such jobs in
+    stop 92's test runs, in a clean clone's .ci/run): the job then waits until Hydra's own
+    MPIEXEC_TIMEOUT ends it. That one miss is run again; a crash that never ends the job fails
+    both times."""
     phase = {"gemm": "gemm", "comm": phase, "setup": "setup"}[where]
     env = dict(os.environ, DISTMM_FAULT=f"rank={n - 1},phase={phase},after=1,mode={mode}")
     if where == "setup":
         env["DISTMM_FAULT"] = f"rank={n - 1},phase=setup,mode={mode}"
-    since, start = time.time(), time.monotonic()
-    r = subprocess.run(
-        [*distmm_cmd(n), "run", algo, "--shape", "96,80,72", "--repeat", "2"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
-    elapsed = time.monotonic() - start
+    missed = mode == "exit" and launcher().flavour == "mpich"
+    if missed:
+        env["MPIEXEC_TIMEOUT"] = "30"  # Hydra ends a job whose crash it missed, every rank
+    since = time.time()
+    for _ in range(2 if missed else 1):
+        start = time.monotonic()
+        r = subprocess.run(
+            [*distmm_cmd(n), "run", algo, "--shape", "96,80,72", "--repeat", "2"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+        elapsed = time.monotonic() - start
+        if elapsed < 30:
+            break
     assert r.returncode != 0, r.stdout
     assert elapsed < 30
     assert f"injected fault on rank {n - 1} at {phase}" in r.stderr
@@ -79,8 +92,6 @@ def test_an_error_on_one_rank_after_validation_ends_the_job_in_one_line(algo, n,
 
 @functools.cache
 def mpich_on_linux() -> bool:
-    from launch import launcher
-
     return launcher().flavour == "mpich" and Path("/proc/self/maps").exists()
 
 
