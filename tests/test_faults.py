@@ -43,11 +43,11 @@ def test_failing_rank_ends_the_job(algo, n, phase, where, mode):
     env = dict(os.environ, DISTMM_FAULT=f"rank={n - 1},phase={phase},after=1,mode={mode}")
     if where == "setup":
         env["DISTMM_FAULT"] = f"rank={n - 1},phase=setup,mode={mode}"
-    missed = mode == "exit" and launcher().flavour == "mpich"
-    if missed:
+    hydra_may_miss = mode == "exit" and launcher().flavour == "mpich"
+    if hydra_may_miss:
         env["MPIEXEC_TIMEOUT"] = "30"  # Hydra ends a job whose crash it missed, every rank
     since = time.time()
-    for _ in range(2 if missed else 1):
+    for _ in range(2 if hydra_may_miss else 1):
         start = time.monotonic()
         r = subprocess.run(
             [*distmm_cmd(n), "run", algo, "--shape", "96,80,72", "--repeat", "2"],
