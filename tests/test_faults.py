@@ -49,13 +49,7 @@ def test_failing_rank_ends_the_job(algo, n, phase, where, mode):
     since = time.time()
     for _ in range(2 if hydra_may_miss else 1):
         start = time.monotonic()
-        r = subprocess.run(
-            [*distmm_cmd(n), "run", algo, "--shape", "96,80,72", "--repeat", "2"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=env,
-        )
+        r = faulted_run(algo, n, env)
         elapsed = time.monotonic() - start
         if elapsed < 30:
             break
@@ -76,13 +70,7 @@ def test_an_error_on_one_rank_after_validation_ends_the_job_in_one_line(algo, n,
     have validated their input: one line from that rank, the whole job aborted (no hang)."""
     env = dict(os.environ, DISTMM_FAULT=f"rank={n - 1},phase={phase},mode=oserror")
     since = time.time()
-    r = subprocess.run(
-        [*distmm_cmd(n), "run", algo, "--shape", "96,80,72", "--repeat", "2"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
+    r = faulted_run(algo, n, env)
     assert r.returncode != 0
     line = f"[rank {n - 1}] distmm run: error: [Errno 5] injected fault on rank {n - 1}"
     assert line in r.stderr
@@ -99,6 +87,17 @@ def distmm_cmd(n):
     from launch import mpirun
 
     return [*mpirun(n), sys.executable, "-m", "bench.cli"]
+
+
+def faulted_run(algo: str, n: int, env: dict) -> subprocess.CompletedProcess:
+    """`distmm run ALGO` on n ranks with ``env`` (its DISTMM_FAULT), a minute at most."""
+    return subprocess.run(
+        [*distmm_cmd(n), "run", algo, "--shape", "96,80,72", "--repeat", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
 
 
 def test_fault_spec_parsing():
