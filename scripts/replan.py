@@ -174,12 +174,13 @@ def _replayed(runs: list[dict], profile: str, layouts: str, misses: bool = False
     fastest = min(measured, key=measured.get)
     algos = {run["candidate"]: run["argv"][1] for run in runs}
     phases = {}  # (the rounds of every sweep together)
-    for name, argv in {run["candidate"]: tuple(run["argv"]) for run in runs}.items():
-        if misses and first != fastest and name in (first, fastest) and argv in priced:
+    argv_of = {run["candidate"]: tuple(run["argv"]) for run in runs}
+    for name in (first, fastest) if misses and first != fastest else ():
+        if (c := priced.get(argv_of[name])) is not None:
             recs = [r for run in runs if run["candidate"] == name for r in run["runs"]]
-            phases[name] = phases_text(priced[argv], recs)
+            phases[name] = phases_text(c, recs)
             if topology == "mesh" and links is None:
-                phases[name] += _kernel_parts(priced[argv], profile, P, recs)
+                phases[name] += _kernel_parts(c, profile, P, recs)
     best = recommend(cands, None)
     return {
         "first": first,
