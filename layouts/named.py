@@ -76,21 +76,40 @@ def user_layout(spec: str, shape: tuple[int, int], P: int) -> tuple[TensorLayout
         if text[0] not in "([":
             raise LayoutError(
                 text,
-                f"unknown layout name (use {', '.join(NAMES)}, or a "
+                f"unknown layout name (use native, {', '.join(NAMES)}, or a "
                 f"TensorLayout or SBP text with its mesh: LAYOUT@r=2,c=3)",
             )
         raise LayoutError(
             text,
             "state the mesh the layout lives on after '@', e.g. "
-            f"{text}@r=2,c=3 (axes in rank order, first most significant)",
+            f"{text}@{_mesh_hint(text, P)} (axes in rank order, first most significant)",
         )
+    parsed = parse_sbp(body) if body.startswith("[") else parse_layout(body)  # syntax first
     mesh = parse_mesh(mesh_text, P)
-    if body.startswith("["):
-        layout = parse_sbp(body).to_layout(shape, mesh.sizes)
-    else:
-        layout = parse_layout(body)
+    layout = parsed.to_layout(shape, mesh.sizes) if body.startswith("[") else parsed
     _check_explicit(layout, body, shape, mesh)
     return layout, mesh
+
+
+def _mesh_hint(body: str, P: int) -> str:
+    """A mesh of P ranks for a layout given without one, from its own axes: a TensorLayout's
+    device factors' sizes, an axis it only names (B@[...], P@[...], R@[...]) taking the ranks
+    left; an SBP's axes on P or the most square grid. The text is parsed first, so a malformed
+    layout gets its own error, not this hint."""
+    if body.startswith("["):
+        axes = [axis for axis, _ in parse_sbp(body).placements]
+        sizes = [P] if len(axes) == 1 else [*grid(P), *[1] * (len(axes) - 2)]
+        return ",".join(f"{a}={n}" for a, n in zip(axes, sizes, strict=False))
+    layout = parse_layout(body)
+    sizes = dict(layout.levels)
+    named = [*layout.broadcast, *layout.partial]
+    if layout.rotation:
+        named += [axis for axis, _ in layout.rotation.offset]
+    rest = [axis for axis in dict.fromkeys(named) if axis not in sizes]
+    left, known = P // math.prod(sizes.values()), P % math.prod(sizes.values()) == 0
+    for i, axis in enumerate(rest):
+        sizes[axis] = left if known and i == 0 else 1
+    return ",".join(f"{a}={n}" for a, n in sizes.items()) or f"r={P}"
 
 
 def split_mesh(text: str) -> tuple[str, str | None]:
@@ -191,7 +210,8 @@ def _check_explicit(
     if given != shape:
         size = "x".join(map(str, given))
         fits = all(n <= m for n, m in zip(shape, layout.padded_shape, strict=True))
-        hint = f" (pad it: ({shape[0]},{shape[1]})/{body})" if fits and not layout.is_padded else ""
+        padded = f"({shape[0]},{shape[1]})/{body}@{mesh}"
+        hint = f" (pad it: {padded})" if fits and not layout.is_padded else ""
         raise LayoutError(body, f"its shape is {size}, the matrix is {shape[0]}x{shape[1]}{hint}")
     check_on_mesh(layout, mesh)
     check_whole(layout, mesh, grains(layout))

@@ -197,6 +197,13 @@ def test_split_mesh_only_outside_brackets():
         ("rows", (8, 8, 8), 4, LayoutError, "is not two sizes"),
         ("rows", (8, 8), 0, MeshError, "positive rank count"),
         ("((4_r, 2), (8))", (8, 8), 4, LayoutError, "state the mesh"),
+        # the hint is a mesh of the layout's own axes and the job's ranks
+        ("((4_x, 2), (8))", (8, 8), 4, LayoutError, "e.g. ((4_x, 2), (8))@x=4 ("),
+        ("((2_r, 4), (8); B@[c])", (8, 8), 4, LayoutError, "B@[c])@r=2,c=2 ("),
+        ("[r=S(0), c=S(1)]", (8, 8), 6, LayoutError, "c=S(1)]@r=2,c=3 ("),
+        # a malformed layout is named as such, with or without a mesh (not sent to add one)
+        ("((4_r, 2), (2_c", (8, 8), 4, LayoutError, "expected ')'"),
+        ("((4_r, 2), (2_c@r=2,c=3", (8, 8), 4, LayoutError, "expected ')'"),
         ("((4_r, 2), (8))@r=3", (8, 8), 4, MeshError, "multiply to 3 ranks, the job has 4"),
         ("((4_r, 2), (8))@r=2,c=2", (8, 8), 4, LayoutError, "level r has size 4 in the layout"),
         ("((4_r, 2), (8))@r4", (8, 8), 4, MeshError, "cannot read 'r4'"),
@@ -205,7 +212,7 @@ def test_split_mesh_only_outside_brackets():
         ("((4_r, 2), (8))@r=4@r=4", (8, 8), 4, LayoutError, "more than one '@'"),
         ("((4_z, 2), (8))@r=4", (8, 8), 4, LayoutError, "level z is not an axis of mesh r=4"),
         ("((4_r, 2), (4))@r=4", (8, 8), 4, LayoutError, "shape is 8x4, the matrix is 8x8"),
-        ("((4_r, 2), (8))@r=4", (7, 8), 4, LayoutError, "pad it: (7,8)/((4_r, 2), (8))"),
+        ("((4_r, 2), (8))@r=4", (7, 8), 4, LayoutError, "pad it: (7,8)/((4_r, 2), (8))@r=4)"),
         ("(7,7)/((4_r, 2), (8))@r=4", (7, 8), 4, LayoutError, "shape is 7x7"),
         ("((4_r, 2), (8), (1))@r=4", (8, 8), 4, LayoutError, "needs 2 dimensions"),
         ("((4_r, 2), (2_Time, 4))@r=4", (8, 8), 4, LayoutError, "does not hold the whole"),
