@@ -58,9 +58,10 @@ def build_parser(names=tuple(SUBCOMMANDS)) -> argparse.ArgumentParser:
     """The parser of the subcommands ``names`` (default: all)."""
     parser = _Parser(prog="distmm", description=__doc__.splitlines()[0])
     subs = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.commands = {}  # name -> its parser, whose errors name the subcommand
     for name in names:
         module, help_text = SUBCOMMANDS[name]
-        sub = subs.add_parser(name, help=help_text, description=help_text)
+        sub = parser.commands[name] = subs.add_parser(name, help=help_text, description=help_text)
         sub.set_defaults(_module=module)
         importlib.import_module(module).add_arguments(sub)
     return parser
@@ -74,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         import_numpy_for_sorting()  # before anything imports NumPy
     # Build only the parser of the subcommand asked for, so `distmm layout` never loads MPI.
     parser = build_parser([argv[0]] if argv and argv[0] in SUBCOMMANDS else SUBCOMMANDS)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the subcommand's parser: "distmm run: error: ..."
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     from algorithms.plan import PlanError
     from layouts import LayoutError
     from topology import MeshError

@@ -138,7 +138,7 @@ def main(args) -> int:
     module, plan = make_plan(args, P)
     dtype = np.dtype(args.dtype)
     check_memory(plan, dtype, facts["ranks_per_node"])
-    tree, binding, links = tree_setup(args, plan, args.emulate_links)
+    tree, binding, links = tree_setup(args, plan, args.emulate_links, "the job")
     if links is not None:
         links = replace(links, emulated=True)
     specs = layout_specs(args)

@@ -73,8 +73,9 @@ def make_plan(args, P: int):
     return algorithm, algorithm.plan(tuple(args.shape), P, overlap=not args.no_overlap, **options)
 
 
-def tree_setup(args, plan, links_spec=None):
-    """(tree, binding, links) for --topology/--bind (None, None, None on a plain mesh).
+def tree_setup(args, plan, links_spec=None, ranks_of: str = "the plan"):
+    """(tree, binding, links) for --topology/--bind (None, None, None on a plain mesh);
+    ``ranks_of`` names whose rank count a tree of another size contradicts ("the job": a run).
 
     Raises MeshError with one line (listing the valid bindings) when they do not fit."""
     from topology import MeshError
@@ -92,7 +93,7 @@ def tree_setup(args, plan, links_spec=None):
     if tree.size != plan.P:
         units = "ranks" if args.topology.startswith("cluster") else "PEs"
         raise MeshError(
-            f"topology {args.topology} has {tree.size} {units} but the plan has {plan.P} ranks"
+            f"topology {args.topology} has {tree.size} {units} but {ranks_of} has {plan.P} ranks"
         )
     valid = bindings(plan.mesh, tree)
     if not valid:
