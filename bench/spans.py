@@ -70,7 +70,15 @@ def phase_summary(table, run: dict) -> dict:
     on_rank = table[table["lane"] == "rank"]
     per = on_rank.groupby(["rep", "rank", "phase"])["duration"].sum()
     measured = per.groupby(["rep", "phase"]).max().groupby("phase").median()
-    predicted = run.get("predicted_phases", {})
+    predicted = dict(run.get("predicted_phases", {}))
+    # an end-to-end run's moves: one "redistribute" phase in its traces, in and out together;
+    # the barrier closing its repetition with the kernel's (the rows then add up to the total)
+    moves = [run.get(f"predicted_redistribute_{side}_seconds") or 0.0 for side in ("in", "out")]
+    if any(moves):
+        predicted["redistribute"] = sum(moves)
+    if run.get("predicted_closing_barrier_seconds"):
+        closing = run["predicted_closing_barrier_seconds"]
+        predicted["barrier"] = predicted.get("barrier", 0.0) + closing
     out = {}
     for phase in sorted(set(measured.index) | set(predicted)):
         m = float(measured.get(phase, 0.0))

@@ -63,3 +63,41 @@ def test_a_copy_is_traced():
         mesh.free()
     assert np.array_equal(out, x) and tracer.spans == [("copy", False)]
     assert [(e.kind, e.nbytes) for e in comm.events] == [("copy", x.nbytes)]
+
+
+def test_analyze_rows_add_up_to_the_end_to_end_prediction():
+    """An end-to-end run's moves are one "redistribute" phase in its traces: `distmm analyze`
+    predicts it from the moves in and out, and adds the barrier closing the repetition to the
+    kernel's, so the predicted rows sum to the predicted total."""
+    import pandas as pd
+
+    from bench.spans import COLUMNS, phase_summary
+
+    rows = [
+        (rank, 0, phase, 0, 0.0, duration, 0, "rank")
+        for rank in range(2)
+        for phase, duration in (("redistribute", 0.002), ("gemm", 0.003), ("barrier", 0.001))
+    ]
+    run = {
+        "seconds": 0.0065,
+        "predicted_phases": {"gemm": 0.003, "barrier": 0.001},
+        "predicted_redistribute_in_seconds": 0.0015,
+        "predicted_redistribute_out_seconds": 0.0005,
+        "predicted_closing_barrier_seconds": 0.0002,
+        "predicted_seconds": 0.0062,
+    }
+    out = phase_summary(pd.DataFrame(rows, columns=COLUMNS), run)
+    assert out["redistribute"]["predicted"] == pytest.approx(0.002)
+    assert out["barrier"]["predicted"] == pytest.approx(0.0012)
+    parts = sum(row["predicted"] for phase, row in out.items() if phase != "total")
+    assert parts == pytest.approx(out["total"]["predicted"])
+    native = phase_summary(
+        pd.DataFrame(rows, columns=COLUMNS),
+        {
+            **run,
+            "predicted_redistribute_in_seconds": 0.0,
+            "predicted_redistribute_out_seconds": 0.0,
+            "predicted_closing_barrier_seconds": 0.0,
+        },
+    )
+    assert native["redistribute"]["predicted"] is None and native["barrier"]["predicted"] == 0.001
