@@ -73,6 +73,9 @@ MPI_CASES = [  # (ranks, argv, expected words)
     (4, ["run", "cannon", "--shape", "64,64,64", "--topology", "mncore:2,2,2,2"], "16"),
     (2, ["run", "summa", "--shape", "64,64,64", "--topology", "torus"], "torus"),
     (2, ["nosuchcommand"], "invalid choice"),
+    (2, ["run", "summa", "--shape", "8,8,8", "--bogus", "3"], "distmm run: error: unrecognized"),
+    (2, ["run", "summa", "--shape", "8,8,8", "--topology", "cluster:3,2"], "the job has 2 ranks"),
+    (2, ["run", "summa", "--shape", "8,8,8", "--layouts", "((2_r, 4), (8"], "expected ')'"),
 ]
 
 
