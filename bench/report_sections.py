@@ -132,12 +132,13 @@ def reading(r: Report, extra: list[str] = ()):
     for (shape, dtype, P), g in ok.groupby(["shape", "dtype", "P"]):
         g = g.sort_values("layouts_in", key=lambda s: s != NATIVE).drop_duplicates("algo")
         least = g.sort_values("bytes_sent").iloc[0]
+        tied = sorted(g.loc[g["bytes_sent"] == least["bytes_sent"], "algo"])
         data_rows.append(
             [
                 shape,
                 dtype,
                 int(P),
-                least["algo"],
+                least["algo"] if len(tied) == 1 else f"{', '.join(tied)} (tie)",
                 _mib(least["bytes_sent"]),
                 _mib(g["bytes_sent"].max()),
             ]
@@ -188,10 +189,13 @@ def reading(r: Report, extra: list[str] = ()):
             f"{100 * pred['err'].median():.0f}% over all {len(pred)} runs."
         )
     if data_rows:
+        alone = [row for row in data_rows if not row[3].endswith("(tie)")]
+        tied = len(data_rows) - len(alone)
         lines.append(
             "Least data moved: "
             + ", ".join(
-                f"**{a}** at {n} of {len(data_rows)} points" for a, n in _wins(data_rows, 3)
+                [f"**{a}** at {n} of {len(data_rows)} points" for a, n in _wins(alone, 3)]
+                + ([f"a tie at {tied} of {len(data_rows)} points"] if tied else [])
             )
             + (" (P = 1 moves nothing)." if any(row[2] == 1 for row in data_rows) else ".")
         )

@@ -84,6 +84,9 @@ def test_report_from_small_table(tmp_path):
     md = (out / "report.md").read_text()
     assert "cannon" in md and "summa" in md and "Fastest" in md and "boom" in md
     assert "](strong_512x512x512_float32.png)" in md
+    # both send the same bytes at every point: no algorithm moves least
+    assert "Least data moved: a tie at 3 of 3 points (P = 1 moves nothing)." in md
+    assert "| cannon, summa (tie) |" in md
     settings = "`DISTMM_FENCE=sem|unset`, `OPENBLAS_NUM_THREADS=1`."
     assert f"Settings (they differ between runs): {settings}" in md
     page = (out / "report.html").read_text()
