@@ -67,7 +67,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         default=None,
         help="run distmm calibrate once first (at the sweep's largest P, at least the "
-        "cores) into results/NAME-profile.json and use it (TOML: calibrate = true, or "
+        "cores) into RESULTS-profile.json beside the results table (results/NAME-profile.json "
+        "by default) and use it (TOML: calibrate = true, or "
         '"quick" for a shorter, rougher calibration)',
     )
     p.add_argument("--topology", help="passed to distmm run as --topology")
@@ -238,12 +239,12 @@ def _sweep(cfg: dict, runs: list[dict], results: Path, launcher: Launcher, retry
         f"{len(pending)} run now; table: {results}"
     )
     print(results)
-    return 0
+    return 1 if failures else 0  # (as a test run: a script or CI sees that some run failed)
 
 
 def _calibrated(cfg: dict, runs: list[dict], results: Path, launcher: Launcher) -> str | None:
-    """The profile the runs use: the given one, or with ``calibrate`` results/NAME-profile.json,
-    calibrated first if it is not there yet."""
+    """The profile the runs use: the given one, or with ``calibrate`` RESULTS-profile.json beside
+    the results table, calibrated first if it is not there yet."""
     if not cfg.get("calibrate"):
         return cfg.get("profile")
     profile = str(results.with_name(f"{results.stem}-profile.json"))

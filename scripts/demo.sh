@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 . scripts/mpienv.sh
 export PATH="$PWD/.venv/bin:$PATH"
-distmm sweep scripts/quickstart.toml
+status=0
+distmm sweep scripts/quickstart.toml || status=$?  # 1: some run failed (the report says which)
 distmm report results/quickstart.csv -o results/quickstart-report >/dev/null
 echo
 echo "report: $PWD/results/quickstart-report/report.html (and report.md beside it)"
+exit "$status"

@@ -19,7 +19,9 @@ NAME=$(basename "$SWEEP" .toml)-$SLURM_JOB_ID
 # One profile for the whole allocation (every rank count the sweep uses).
 srun -n "$SLURM_NTASKS" --ntasks-per-node "$RPN" --cpu-bind=cores \
     distmm calibrate --out "results/$NAME-profile.json"
+status=0  # the sweep exits 1 if some run failed: the report still says which
 distmm sweep "$SWEEP" --name "$NAME" --launcher srun --ranks-per-node "$RPN" --pin \
-    --profile "results/$NAME-profile.json"
+    --profile "results/$NAME-profile.json" || status=$?
 distmm report "results/$NAME.csv" -o "results/$NAME-report"
 echo "report: results/$NAME-report/report.html"
+exit "$status"

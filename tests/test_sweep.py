@@ -96,30 +96,21 @@ def test_failed_run_is_a_row_and_the_sweep_goes_on(tmp_path):
         'topology = "no-such-topology"\n'
     )
     res = sweep(tmp_path, str(toml), "--timeout", "60")
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 1, res.stderr  # recorded, and said in the exit status
     (row,) = rows(tmp_path / "results" / "bad.csv")
     assert row["status"] == "failed" and row["error"]
     # a 5-second timeout on a run that takes far longer: a timeout row, then the next run
     # (a tiny one, well inside 5 s even on a loaded machine)
-    res = sweep(
-        tmp_path,
-        "--algos",
-        "summa",
-        "--ranks",
-        "4,1",
-        "--shapes",
-        "4096,4096,4096;32,32,32",
-        "--repeat",
-        "20",
-        "--timeout",
-        "5",
-        "--results",
-        "results/t.csv",
-    )
-    assert res.returncode == 0, res.stderr
+    argv = ["--algos", "summa", "--ranks", "4,1", "--shapes", "4096,4096,4096;32,32,32"]
+    argv += ["--repeat", "20", "--timeout", "5", "--results", "results/t.csv"]
+    res = sweep(tmp_path, *argv)
+    assert res.returncode == 1, res.stderr
     status = {(r["P"], r["M"]): r["status"] for r in rows(tmp_path / "results" / "t.csv")}
     assert status[("4", "4096")] == "timeout"
     assert status[("1", "32")] == "ok"
+    # started again, the sweep has nothing left to run: nothing failed now
+    res = sweep(tmp_path, *argv)
+    assert res.returncode == 0 and "0 to run" in res.stderr, res.stderr
 
 
 def test_toml_typo_names_key_and_line(tmp_path):
