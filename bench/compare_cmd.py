@@ -101,10 +101,12 @@ def _row(c: Change) -> tuple[str, ...]:
             interval, _fmt(c.p_value, ".3g"), counts, c.verdict)  # fmt: skip
 
 
-def _table(changes: list[Change]) -> str:
+def _table(changes: list[Change], relative: bool = False) -> str:
+    """The table; ``relative``: the new times are divided by the common drift, and say so."""
     from tabulate import tabulate
 
-    return tabulate([_row(c) for c in changes], headers=HEADERS, disable_numparse=True)
+    headers = (*HEADERS[:2], "new/drift [s]", *HEADERS[3:]) if relative else HEADERS
+    return tabulate([_row(c) for c in changes], headers=headers, disable_numparse=True)
 
 
 def _summary_line(summary: dict, alpha: float) -> str:
@@ -176,7 +178,7 @@ def main(args) -> int:
         print(json.dumps(record, indent=1))
     else:
         print(f"# distmm compare: old {old.path}, new {new.path}")
-        print(_table(changes))
+        print(_table(changes, args.relative))
         print(_summary_line(summary, args.alpha))
         if args.relative:
             print(f"relative: new divided by the common drift {drift(old, new):.3f}")

@@ -246,3 +246,14 @@ def test_bad_options_are_status_2(tmp_path, capsys, flags):
     old = _write(tmp_path / "old.csv")
     rc, _, err = _compare(capsys, old, old, *flags)
     assert rc == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_relative_heads_the_new_column_as_divided_by_the_drift(tmp_path, capsys):
+    old = _write(tmp_path / "old.csv", seed=4)
+    new = _write(tmp_path / "new.csv", slow={a: 1.1 for a, *_ in CONFIGS}, seed=4)
+    _, out, _ = _compare(capsys, old, new, "--relative")
+    head = out.splitlines()[1]
+    assert "new/drift [s]" in head and "new [s]" not in head
+    assert "relative: new divided by the common drift 1.100" in out
+    _, out, _ = _compare(capsys, old, new)
+    assert "new [s]" in out.splitlines()[1]
