@@ -280,7 +280,11 @@ def format_result(r: dict) -> str:
             "phases       "
             + ", ".join(
                 f"{p.replace('_', ' ')} {sec(ph[p]['seconds'])} s"
-                + (f" ({mib(max(ph[p]['bytes_sent_per_rank']))}/rank)" if p != "multiply" else "")
+                + (
+                    f" (busiest rank {mib(max(ph[p]['bytes_sent_per_rank']))})"
+                    if p != "multiply"
+                    else ""
+                )
                 for p in PHASES
             )
             + f"; end to end / kernel {r['seconds'] / r['multiply_seconds']:.2f}",
