@@ -1,8 +1,8 @@
 """Process set-up for the machine a run lands on, done before MPI starts.
 
 When ranks outnumber cores, MPICH's busy polling makes waiting ranks steal the cores of working
-ones, and multi-threaded BLAS makes it worse (notes/machine.md). So: yielding progress settings
-for MPICH and Open MPI (read at MPI_Init, so set before mpi4py is imported) and
+ones, and multi-threaded BLAS makes it worse (README: "Running the algorithms"). So: yielding
+progress settings for MPICH and Open MPI (read at MPI_Init, so set before mpi4py is imported) and
 :func:`blas_threads` BLAS threads per rank (the one policy, for runs and for the jobs
 bench/launch.py starts). An unexpected exception on any rank aborts the job instead of leaving
 the other ranks waiting in a collective.

@@ -161,15 +161,16 @@ def add_json(p: argparse.ArgumentParser, what: str = "print one JSON object") ->
     p.add_argument("--json", action="store_true", help=what)
 
 
-def add_layouts(p: argparse.ArgumentParser, default: str = "native") -> None:
-    """--layouts for A, B and C together, --layout-a/-b/-c for one (layouts/named.py)."""
+def add_layouts(p: argparse.ArgumentParser, default: str | None = "native", said: str = "") -> None:
+    """--layouts for A, B and C together, --layout-a/-b/-c for one (layouts/named.py);
+    ``said``: the default in words, where the command chooses it later (default: ``default``)."""
     names = "native, rows, cols, block, block-cyclic:NB, or LAYOUT@MESH"
     p.add_argument(
         "--layouts",
         default=default,
         metavar="NAME",
         help=f"where A and B start and C ends: {names} (e.g. ((4_r, 8), (2_c, 16))@r=4,c=2); "
-        f"anything but native times redistribution in and out (default {default})",
+        f"anything but native times redistribution in and out (default {said or default})",
     )
     for m in "abc":
         p.add_argument(

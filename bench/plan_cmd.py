@@ -103,10 +103,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="rows of the table to print (default 15) / candidates --run runs (3)",
     )
-    add_layouts(p, "block")
     # block on a mesh and a cluster, native on the MN-Core tree (README: the whole board's
     # candidates that copy a matrix to thousands of PEs make its moves dear to price)
-    p.set_defaults(layouts=None)
+    add_layouts(p, None, "block; native with --topology mncore")
     add_json(p)
     p.add_argument(
         "--run",

@@ -47,7 +47,11 @@ from .units import format_bytes, positive
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_plan_arguments(p)
-    p.add_argument("--P", type=positive, help="rank count (default: the product of --grid)")
+    p.add_argument(
+        "--P",
+        type=positive,
+        help="rank count (default: the product of --grid, or the size of --topology)",
+    )
     add_profile(p)
     add_links(p)
     add_ranks_per_node(p)

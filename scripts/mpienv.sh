@@ -1,4 +1,4 @@
-# Sourced by the scripts: settings for MPI ranks on a small machine (notes/machine.md).
+# Sourced by the scripts: settings for MPI ranks on a small machine (bench/machine.py).
 # MPICH reads these at MPI_Init; they make waiting ranks yield instead of busy-polling, which
 # matters when ranks outnumber cores. Open MPI yields by itself once told it is oversubscribed.
 # Not MPIR_CVAR_ENABLE_HEAVY_YIELD: it slows large Alltoallv several times (bench/machine.py).
