@@ -77,7 +77,7 @@ def user_layout(spec: str, shape: tuple[int, int], P: int) -> tuple[TensorLayout
             raise LayoutError(
                 text,
                 f"unknown layout name (use native, {', '.join(NAMES)}, or a "
-                f"TensorLayout or SBP text with its mesh: LAYOUT@r=2,c=3)",
+                f"TensorLayout or SBP text with its mesh: LAYOUT@r={grid(P)[0]},c={grid(P)[1]})",
             )
         raise LayoutError(
             text,
@@ -99,7 +99,7 @@ def _mesh_hint(body: str, P: int) -> str:
     if body.startswith("["):
         axes = [axis for axis, _ in parse_sbp(body).placements]
         sizes = [P] if len(axes) == 1 else [*grid(P), *[1] * (len(axes) - 2)]
-        return ",".join(f"{a}={n}" for a, n in zip(axes, sizes, strict=False))
+        return ",".join(f"{a}={n}" for a, n in zip(axes, sizes, strict=True))
     layout = parse_layout(body)
     sizes = dict(layout.levels)
     named = [*layout.broadcast, *layout.partial]
