@@ -154,15 +154,23 @@ def replay(path: str, profile: Profile) -> pd.DataFrame:
     table = pd.read_csv(path)
     priced = []
     for r in table.itertuples():
-        module, shape = get(r.algo), SHAPES.get(r.shape)
+        module, shape = get(r.algo), _shape(r.shape)
         if shape is None:
-            sys.exit(f"{path}: shape {r.shape!r} is not one of {', '.join(SHAPES)}")
+            sys.exit(f"{path}: shape {r.shape!r} is not one of {', '.join(SHAPES)} nor MxKxN")
         plan = module.plan(shape, r.P, overlap=True)
         users = user_layouts(dict.fromkeys("ABC", r.input), shape, r.P)
         price = price_moves(plan_moves(users, plan), r.P, profile, 4, r.P)
         price = price.with_setup(setup_seconds(module, plan, profile, "float32", r.P))
         priced.append(price.redistribute_in + price.redistribute_out)
     return table.assign(redist_pred_s=priced, **{"pred/meas": priced / table["redist_s"]})
+
+
+def _shape(name: str) -> tuple[int, int, int] | None:
+    """A table's shape: one of SHAPES by name, or M x K x N as --shape writes it."""
+    if name in SHAPES:
+        return SHAPES[name]
+    sizes = str(name).split("x")
+    return tuple(map(int, sizes)) if len(sizes) == 3 and all(map(str.isdigit, sizes)) else None
 
 
 def redistribution_summary(table: pd.DataFrame) -> None:
@@ -204,7 +212,7 @@ def main() -> None:
     profile = Profile.load(profile_path)
     timed = timed_alltoall(profile_path)
     shapes = (
-        {"given": tuple(int(x) for x in args.shape.split(","))}
+        {args.shape.replace(",", "x"): tuple(int(x) for x in args.shape.split(","))}
         if args.shape
         else {n: SHAPES[n] for n in args.shapes.split(",")}
     )

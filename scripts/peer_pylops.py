@@ -10,10 +10,11 @@ timed repetition; rank 0 prints one JSON line. Needs `pip install pylops-mpi` (o
 import argparse
 import json
 import statistics
+import sys
 
 import numpy as np
 
-from bench.machine import start_mpi
+from bench.machine import launched_rank, start_mpi
 from bench.verify import SEED_A, SEED_B
 from layouts.data import values
 
@@ -25,8 +26,11 @@ def main() -> None:
     p.add_argument("--dtype", default="float32")
     args = p.parse_args()
     M, K, N = (int(x) for x in args.shape.split(","))
+    try:  # (optional: not among distmm's dependencies) before MPI starts, on every rank alike
+        import pylops_mpi
+    except ImportError:  # one line, from rank 0
+        sys.exit(1 if launched_rank() else "peer_pylops.py needs pylops-mpi (pip install it)")
     MPI, _ = start_mpi()
-    import pylops_mpi
     from pylops_mpi.basicoperators.MatrixMult import MPIMatrixMult, local_block_split
 
     world = MPI.COMM_WORLD

@@ -63,6 +63,8 @@ def main() -> int:
     ap.add_argument("--out", help="write the rows as JSON here")
     ap.add_argument("--layouts", help="where A and B start and C ends (default: native)")
     args = ap.parse_args()
+    if not os.path.exists(args.profile):  # (before any run: its prediction needs one)
+        sys.exit(f"no profile {args.profile}: make one with distmm calibrate, or give --profile")
     tree = parse_topology(args.topology)
     shape = parse_ints(args.shape, 3)
     launcher = Launcher.find()
