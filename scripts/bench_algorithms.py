@@ -34,7 +34,7 @@ def launch(P: int, argv: list[str], program=DISTMM, timeout: int = 900) -> dict 
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shape", default="3072,3072,3072")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--ranks", default="4,8,9,16")

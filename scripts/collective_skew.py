@@ -32,7 +32,7 @@ from layouts.named import grid
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--gemms", type=ints(), default=(96, 128, 192, 256, 384, 512))
     p.add_argument("--sizes", type=ints(), default=(4096, 65536, 262144, 2097152))
     p.add_argument("--kinds", default="shift,bcast", help="of algorithms.events.COMM_KINDS")

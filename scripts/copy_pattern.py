@@ -27,7 +27,7 @@ def lap(op, repeat: int) -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=3072, help="rows and columns of the whole matrix")
     p.add_argument("--tile", type=int, default=64, help="elements of a piece")
     p.add_argument("--every", type=int, default=4, help="one piece of every this many")

@@ -185,7 +185,7 @@ def redistribution_summary(table: pd.DataFrame) -> None:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--profile", default="results/profile.json")
     p.add_argument("--ranks", default="4,8,9,16")
     p.add_argument("--algos", default=",".join(ALGORITHMS))

@@ -18,7 +18,7 @@ from bench.units import positive
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--laps", type=positive, default=2000)
     p.add_argument("--rounds", type=positive, default=3)
     args = p.parse_args()

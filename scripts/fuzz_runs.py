@@ -157,7 +157,7 @@ def sent(record: dict) -> dict[str, list[int]]:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=100)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--ranks", default="1,2,3,4,5,6,8,9,12,16")

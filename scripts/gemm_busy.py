@@ -26,7 +26,7 @@ from bench.model import Profile
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="512,1024")
     ap.add_argument("--shapes", default="", help="M,K,N;M,K,N: GEMMs of these shapes too")
     ap.add_argument("--profile", help="machine profile: print its price beside each time")

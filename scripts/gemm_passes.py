@@ -86,7 +86,7 @@ def compare(out: Path, profile: str | None, records: list[str]) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--time", type=Path, help="time the tables into this folder (under MPI)")
     ap.add_argument("--compare", type=Path, help="compare the tables in this folder")
     ap.add_argument("--passes", default="3,6")

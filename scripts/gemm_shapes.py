@@ -74,7 +74,7 @@ def report(name: str, shapes, ratio: np.ndarray, what: str = "price / time") -> 
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", nargs="+", required=True, help="profiles whose tables to check")
     ap.add_argument("--ranks", default="2,4,6,8,9,16", help="rank counts of the schedules")
     ap.add_argument("--top", type=int, default=60, help="shapes timed (most flops first)")

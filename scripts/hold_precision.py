@@ -70,7 +70,7 @@ def measure(how: str, n_busy: int, sleepers: int, holds: int, hold_s: float):
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--holds", type=int, default=300)
     p.add_argument("--hold-ms", type=float, default=2.0)
     p.add_argument("--busy", default="0,2")

@@ -26,7 +26,7 @@ from topology.tree import default_binding, parse_topology
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bytes", type=int, default=8)
     p.add_argument("--shifts", type=int, default=1000)
     p.add_argument("--laps", type=int, default=3)

@@ -1,7 +1,7 @@
 """The cost model against measurement (issue 4), printed as a table.
 
     .venv/bin/python scripts/model_accuracy.py [--profile results/profile.json] [--ranks 4,8,9]
-        [--repeat 3] [--rounds 3] [--trace-overhead] [--out results/model_accuracy.csv]
+        [--repeat 5] [--rounds 1] [--trace-overhead] [--out results/model_accuracy.csv]
         [--cluster RANKS_PER_NODE --emulate-links PRESET]
 
 Calibrates first (``mpiexec -n <cores> distmm calibrate``) unless --profile names an existing
@@ -114,7 +114,7 @@ def print_phase_errors(table: pd.DataFrame) -> None:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--profile", default="results/profile.json")
     p.add_argument("--ranks", default="4,8,9")
     p.add_argument("--algos", default=",".join(ALGORITHMS))

@@ -68,7 +68,7 @@ def run(command: str, args: list[str], profile: str, limit: int) -> tuple[float,
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", help="machine profile (default: round numbers)")
     ap.add_argument("--quick", action="store_true", help="the issue's memory cases only")
     ap.add_argument("--limit-gib", type=float, default=8.0, help="address-space cap per run")

@@ -1,7 +1,7 @@
 """Whether a run's moves take one time or two, job by job: the same `distmm run` from the user's
 layouts launched again and again, each job's phases printed.
 
-    .venv/bin/python scripts/move_modes.py [--ranks 4] [--algo tesseract] [--grid 1,1,4]
+    .venv/bin/python scripts/move_modes.py [--ranks 4] [--algo tesseract] [--grid 1,1,RANKS]
         [--shape 1024,1024,1024] [--layouts block] [--jobs 12] [--repeat 3] [--pause 2]
 
 With more ranks than cores MPI's barrier waits by polling and yielding the core, and in some
@@ -58,10 +58,14 @@ def choices(among):
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ranks", type=positive, default=4)
     p.add_argument("--algo", default="tesseract")
-    p.add_argument("--grid", default="1,1,4", help="the algorithm's grid (t10: its F_op)")
+    p.add_argument(
+        "--grid",
+        help="the algorithm's grid (t10: its F_op; default: tesseract 1,1,RANKS, else "
+        "the algorithm's own for --ranks)",
+    )
     p.add_argument("--shape", type=parse_shape, default=(1024, 1024, 1024))
     p.add_argument("--layouts", default="block")
     p.add_argument("--jobs", type=positive, default=12)
@@ -83,6 +87,8 @@ def main() -> int:
     args = p.parse_args()
     if args.slow <= 1 or args.pause < 0:
         p.error("--slow must be above 1 and --pause at least 0")
+    if args.grid is None and args.algo == "tesseract":
+        args.grid = f"1,1,{args.ranks}"  # (the algorithm's own would be 2-D for square counts)
     try:
         grid_flag = algorithms.get(args.algo).grid_option.name  # --fop for t10
     except PlanError as err:
@@ -90,7 +96,7 @@ def main() -> int:
     argv = run_argv(
         args.algo,
         args.shape,
-        {grid_flag: args.grid},
+        {grid_flag: args.grid} if args.grid else {},
         layouts=args.layouts,
         repeat=args.repeat,
         as_json=True,

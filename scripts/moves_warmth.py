@@ -62,7 +62,7 @@ def timings(comm, nbytes: int, names: tuple[str, str], n_cores: int) -> tuple | 
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--counts", default="4,8,16", help="rank counts (at most the job's)")
     ap.add_argument("--mib", default="0.25,1,4,16", help="MiB of the matrix each rank holds")
     ap.add_argument("--profile", help="machine profile: print its price beside each time")
@@ -80,6 +80,8 @@ def main() -> int:
         )
     for g in (int(x) for x in args.counts.split(",")):
         if g > world.Get_size():
+            if root:
+                print(f"(count {g} left out: the job has {world.Get_size()} ranks)", flush=True)
             continue
         for nbytes in (int(float(x) * 2**20) for x in args.mib.split(",")):
             for names in A2AV_MOVES:

@@ -45,7 +45,7 @@ def run(P: int, argv: list[str]) -> dict | None:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--profile", required=True)
     p.add_argument("--ranks", type=ints(), default=(4, 8, 12, 16))
     p.add_argument("--algos", default="cannon,summa,t10")

@@ -30,7 +30,7 @@ from bench.model import Profile, predict, schedule  # noqa: E402
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", required=True)
     ap.add_argument("--shape", default="8192,1024,512")
     ap.add_argument("--ranks", default="6,9,12,16")

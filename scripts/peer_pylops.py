@@ -20,7 +20,7 @@ from layouts.data import values
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shape", required=True)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--dtype", default="float32")

@@ -64,7 +64,7 @@ SHAPES = [
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default=str(ROOT / "results" / "profile.json"))
     ap.add_argument("--ranks", default="4,6,8,9")
     ap.add_argument("--repeat", type=int, default=3)

@@ -1,8 +1,9 @@
 """How fast `distmm plan` answers (issue 13, point 7): wall time and peak RSS of one plan per
 (shape, P), each in a fresh process, with the planner's own pricing time from its JSON.
 
-    .venv/bin/python scripts/plan_speed.py [--profile results/profile.json] [--P 64,512]
-        [--shapes 8192,8192,8192] [--layouts block,native] [--limit-gib 8] [--repeat 3]
+    .venv/bin/python scripts/plan_speed.py [--profile results/profile.json]
+        [--P 64,512,4096,8192] [--shapes "M,K,N;M,K,N"] [--layouts block[,native,...]]
+        [--limit-gib 8] [--repeat 1]
 
 Without --profile it uses the tests' profile with round numbers. From native layouts what the
 planner costs does not depend much on the figures; from the user's layouts it does: that profile
@@ -69,7 +70,7 @@ def plan(shape: str, P: int, profile: str, limit: int, layouts: str) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", help="machine profile (default: round numbers)")
     ap.add_argument("--P", default=",".join(map(str, RANKS)), help="rank counts (comma list)")
     ap.add_argument("--shapes", default=";".join(SHAPES), help="M,K,N;M,K,N;...")

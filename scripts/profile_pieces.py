@@ -54,7 +54,7 @@ def _close(a: float, b: float) -> bool:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("profiles", nargs="+")
     ap.add_argument("--check", action="store_true", help="say what would change, write nothing")
     args = ap.parse_args()

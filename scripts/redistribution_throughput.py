@@ -218,7 +218,7 @@ def worker(args) -> None:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ranks", default="4,8,9,16")
     p.add_argument("--algos", default=",".join(ALGORITHMS))
     p.add_argument("--inputs", default="block-cyclic:64,cols")

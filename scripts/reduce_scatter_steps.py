@@ -23,7 +23,7 @@ from bench.units import positive
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--group", type=positive, default=4)
     p.add_argument("--rows", type=positive, default=128)
     p.add_argument("--laps", type=positive, default=20)
@@ -34,7 +34,9 @@ def main() -> int:
     world = MPI.COMM_WORLD
     rank, g = world.Get_rank(), args.group
     if world.Get_size() % g or args.rows % g:
-        sys.exit(f"reduce_scatter_steps: --group {g} must divide the ranks and --rows")
+        sys.exit(
+            0 if rank else f"reduce_scatter_steps: --group {g} must divide the ranks and --rows"
+        )
     group = world.Split(rank // g, rank % g)
     rng = np.random.default_rng(rank)
     a_t = rng.standard_normal((2048, 256)).astype(np.float32).T

@@ -22,7 +22,7 @@ from bench.units import parse_shape, positive
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shape", required=True, type=parse_shape, help="M,K,N")
     ap.add_argument("--P", type=positive, required=True, help="ranks")
     ap.add_argument("--layouts", default="block", help="the user's layouts of A, B and C")

@@ -46,7 +46,7 @@ from layouts.endpoints import user_layouts
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--records", required=True, nargs="+", help="plan_accuracy.py --records FILE(s)"
     )

@@ -53,7 +53,7 @@ def make_slowed(src: str, algos: set[str], factor: float, out: str) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("old", metavar="OLD.csv")
     ap.add_argument("new", metavar="NEW.csv")
     ap.add_argument("--slowed", default="", help="comma-separated algorithms slowed in NEW")

@@ -53,7 +53,7 @@ def model_seconds(algo, plan, binding, tree, args) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--topology", default="mncore:2,2,2,2")
     ap.add_argument("--links", default="mncore-emu")
     ap.add_argument("--shape", default="1024,1024,1024")
