@@ -13,7 +13,7 @@ import numpy as np
 
 from layouts import TIME, TensorLayout, held_indices, time_chunk
 from layouts.blockmap import address_contributions, level_contributions
-from layouts.tensorlayout import format_offset
+from layouts.spelling import format_offset
 
 from .errors import UsageError
 from .units import parse_int

@@ -1,4 +1,4 @@
-"""TensorLayout: the MN-Core layout notation as frozen values, with their canonical printer.
+"""TensorLayout: the MN-Core layout notation as frozen values (printed by layouts/spelling.py).
 
 Grammar (whitespace is free; :mod:`layouts.parser` reads it)::
 
@@ -9,7 +9,7 @@ Grammar (whitespace is free; :mod:`layouts.parser` reads it)::
     suffix   := "B@[" names "]"                             # explicit broadcast (replication)
               | "P@[" names "]"                             # partial sum along these levels
               | "R@[" offset ["," "pace=" INT] ["," "window=" INT] "]"   # Time axis rotation
-    offset   := term (("+" | "-") term)*,  term := [INT "*"] NAME
+    offset   := "0" | term (("+" | "-") term)*,  term := [INT "*"] NAME
 
 A dimension index decomposes in mixed radix over its factors, first factor most significant.
 Memory factors give the local address (sum of digit * stride); device factors give the device
@@ -32,8 +32,11 @@ import numpy as np
 
 from topology import radix
 
+from .spelling import _tup, format_layout
+
 TIME = "Time"
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_MAX_ADDRESS = 1 << 62  # memory addresses stay below this: int64 arithmetic never overflows
 
 
 class LayoutError(ValueError):
@@ -273,23 +276,34 @@ class TensorLayout:
     def _check_memory_injective(self) -> None:
         mem = sorted((f.stride, f.size) for f in self._factors() if f.is_memory and f.size > 1)
         span = 0  # largest address reachable with the factors so far
-        for s, n in mem:
-            if s > span:
+        for i, (s, n) in enumerate(mem):
+            if s > span:  # every address so far is below s: shifted copies cannot meet
                 span += (n - 1) * s
-                continue
-            # Not a simple mixed radix: decide by enumeration (small), else refuse.
-            count = math.prod(n for _, n in mem)
-            if count > 1 << 22:
-                raise _Invalid("memory strides overlap (two elements would share an address)")
-            # Python ints (dtype object) when an address could overflow int64.
-            wide = sum((n2 - 1) * s2 for s2, n2 in mem) >= 1 << 63
-            dtype = object if wide else np.int64
-            addr = np.zeros(1, dtype=dtype)
-            for s2, n2 in mem:
-                addr = (addr[:, None] + s2 * np.arange(n2, dtype=dtype)).ravel()
-            if np.unique(addr).size != addr.size:
-                raise _Invalid("memory strides overlap (two elements would share an address)")
-            return
+            else:  # not a mixed radix: decide by listing the addresses so far
+                span = self._listed_span(mem[: i + 1])
+        if span >= _MAX_ADDRESS:
+            raise _Invalid(
+                f"memory strides reach address {span}, beyond the {_MAX_ADDRESS} a block can hold"
+            )
+
+    @staticmethod
+    def _listed_span(mem: list[tuple[int, int]]) -> int:
+        """The largest address of the (stride, size) factors ``mem``, listed (a few million at
+        most) and checked to be distinct."""
+        count = math.prod(n for _, n in mem)
+        if count > 1 << 22:
+            raise _Invalid(
+                f"memory strides are not a mixed radix and give {count} addresses, too many "
+                "to check that no two elements share one"
+            )
+        if sum((n - 1) * s for s, n in mem) >= _MAX_ADDRESS:  # (and int64 would overflow)
+            return sum((n - 1) * s for s, n in mem)
+        addr = np.zeros(1, dtype=np.int64)
+        for s, n in mem:
+            addr = (addr[:, None] + s * np.arange(n, dtype=np.int64)).ravel()
+        if np.unique(addr).size != addr.size:
+            raise _Invalid("memory strides overlap (two elements would share an address)")
+        return int(addr.max())
 
     def _check_suffixes(self) -> None:
         named = set(self.levels)
@@ -340,60 +354,8 @@ class _Invalid(Exception):
     pass
 
 
-def _tup(t) -> str:
-    return "(" + ",".join(str(x) for x in t) + ")"
-
-
 def _describe(layout: TensorLayout) -> str:
     try:
         return format_layout(layout)
     except Exception:
         return repr(layout.dims)
-
-
-# -- printing -------------------------------------------------------------------------------
-def format_factor(f: Factor, level_count: Mapping[str, int]) -> str:
-    if f.is_memory:
-        return f"{f.size}:{f.stride}"
-    if level_count.get(f.level, 1) > 1 or (f.stride not in (None, 1)):
-        return f"{f.size}_{f.level}:{f.stride}"
-    return f"{f.size}_{f.level}"
-
-
-def format_layout(layout: TensorLayout) -> str:
-    """The canonical spelling: every memory stride shown, device strides where needed."""
-    count: dict[str, int] = {}
-    for dim in layout.dims:
-        for f in dim:
-            if not f.is_memory:
-                count[f.level] = count.get(f.level, 0) + 1
-    body = ", ".join(
-        "(" + ", ".join(format_factor(f, count) for f in dim) + ")" for dim in layout.dims
-    )
-    if layout.broadcast:
-        body += "; B@[" + ", ".join(layout.broadcast) + "]"
-    if layout.partial:
-        body += "; P@[" + ", ".join(layout.partial) + "]"
-    if layout.rotation is not None:
-        body += "; R@[" + format_offset(layout.rotation.offset)
-        if layout.rotation.pace != 1:
-            body += f", pace={layout.rotation.pace}"
-        if layout.rotation.window != 1:
-            body += f", window={layout.rotation.window}"
-        body += "]"
-    text = "(" + body + ")"
-    padded = tuple(math.prod(f.size for f in dim) for dim in layout.dims)
-    if layout.logical_shape is not None and tuple(layout.logical_shape) != padded:
-        text = _tup(layout.logical_shape) + "/" + text
-    return text
-
-
-def format_offset(offset) -> str:
-    """A rotation's offset as the notation writes it (``2*m + n``; ``0`` if empty)."""
-    out = ""
-    for i, (lv, c) in enumerate(offset):
-        sign = "-" if c < 0 else "+"
-        mag = abs(c)
-        term = lv if mag == 1 else f"{mag}*{lv}"
-        out += (("-" if sign == "-" else "") + term) if i == 0 else f" {sign} {term}"
-    return out or "0"
