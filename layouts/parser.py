@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from .tensorlayout import Factor, LayoutError, Rotation, TensorLayout
 
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z][A-Za-z0-9]*)|([()\[\],:_;@/+\-*=]))")
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z][A-Za-z0-9]*)|([()\[\],:_;@/+\-*=]))", re.ASCII)
 
 
 class _Parser:
@@ -158,7 +158,10 @@ class _Parser:
         if self.peek()[1] == "-":
             self.take("-")
             sign = -1
-        while True:
+        zero = self.peek()[1] == "0" and self.peek(1)[1] != "*"  # R@[0]: no offset
+        if zero:
+            self.take()
+        while not zero:
             coef = 1
             if self.peek()[0] == "int":
                 coef = self.integer()
@@ -168,6 +171,7 @@ class _Parser:
                 sign = 1 if self.take() == "+" else -1
                 continue
             break
+        terms = [(level, coef) for level, coef in terms if coef]  # (0*x offsets nothing)
         options = {"pace": 1, "window": 1}
         given: set[str] = set()
         while self.peek()[1] == ",":
