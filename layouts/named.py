@@ -49,7 +49,7 @@ from .sbp import parse_sbp
 from .tensorlayout import Factor, LayoutError, TensorLayout
 
 NAMES = ("rows", "cols", "block", "block-cyclic:NB")
-_MESH_ENTRY = re.compile(r"\s*([A-Za-z][A-Za-z0-9]*)\s*=\s*(\d+)\s*")
+_MESH_ENTRY = re.compile(r"\s*([A-Za-z][A-Za-z0-9]*)\s*=\s*(\d+)\s*", re.ASCII)
 
 
 def grid(P: int) -> tuple[int, int]:
@@ -114,7 +114,7 @@ def _mesh_hint(body: str, P: int) -> str:
 
 def split_mesh(text: str) -> tuple[str, str | None]:
     """(layout text, mesh text or None): split at the one '@' that no '[' follows."""
-    at = [m.start() for m in re.finditer(r"@(?!\s*\[)", text)]
+    at = [m.start() for m in re.finditer(r"@(?!\s*\[)", text, re.ASCII)]
     if not at:
         return text, None
     if len(at) > 1:
@@ -183,7 +183,7 @@ def _named(name: str, shape: tuple[int, int], P: int) -> tuple[TensorLayout, Abs
 
 
 def _block_cyclic(text: str, shape: tuple[int, int], P: int) -> tuple[TensorLayout, AbstractMesh]:
-    m = re.fullmatch(r"block-cyclic\s*:\s*(-?\d+)", text)
+    m = re.fullmatch(r"block-cyclic\s*:\s*(-?\d{1,18})", text, re.ASCII)
     if not m:
         raise LayoutError(
             text, "write block-cyclic:NB with NB a positive block size, e.g. block-cyclic:64"
@@ -194,8 +194,11 @@ def _block_cyclic(text: str, shape: tuple[int, int], P: int) -> tuple[TensorLayo
     M, N = shape
     p, q = grid(P)
     mesh = AbstractMesh((("r", p), ("c", q)))
+    # a block wider than the matrix holds it all, as the matrix's own size does (no more
+    # padding than that: NB = 10^8 on 8 x 8 made the plan's block maps 17 GB)
+    mb, nb = min(nb, M), min(nb, N)
     dims = (
-        _dim(Factor(_ceil(M, nb * p)), Factor(p, "r"), Factor(nb)),
+        _dim(Factor(_ceil(M, mb * p)), Factor(p, "r"), Factor(mb)),
         _dim(Factor(_ceil(N, nb * q)), Factor(q, "c"), Factor(nb)),
     )
     return TensorLayout(dims, shape), mesh

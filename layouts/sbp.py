@@ -80,7 +80,7 @@ class SBP:
         return TensorLayout(tuple(dims), tuple(shape), partial=tuple(partial))
 
 
-_ENTRY = re.compile(r"\s*([A-Za-z][A-Za-z0-9]*)\s*=\s*(S\s*\(\s*(\d+)\s*\)|B|P)\s*")
+_ENTRY = re.compile(r"\s*([A-Za-z][A-Za-z0-9]*)\s*=\s*(S\s*\(\s*(\d+)\s*\)|B|P)\s*", re.ASCII)
 
 
 def parse_sbp(text: str) -> SBP:

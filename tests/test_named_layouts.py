@@ -107,6 +107,8 @@ def indxg2l(g: int, nb: int, nprocs: int) -> int:
         (10, 3, 1, 3),
         (7, 7, 5, 2),
         (1, 40, 3, 5),
+        (5, 11, 20, 4),  # blocks wider than the matrix: each dimension one block
+        (40, 6, 16, 4),
     ],
 )
 def test_block_cyclic_matches_scalapack(M, N, NB, P):
@@ -234,3 +236,11 @@ def test_layout_error_quotes_the_layout():
         user_layout("((4_r, 2), (4))@r=4", (8, 8), 4)
     assert "'((4_r, 2), (4))'" in str(err.value)
     assert parse_layout("((4_r, 2), (8))").levels == {"r": 4}
+
+
+def test_a_block_cyclic_block_wider_than_the_matrix_pads_no_further():
+    """NB beyond the matrix deals it all to process (0, 0), as NB = its size does, without
+    padding to NB x p (NB = 10^8 on 8 x 8 made a plan take 17 GB)."""
+    huge, own = (user_layout(f"block-cyclic:{nb}", (8, 6), 4)[0] for nb in (10**8, 8))
+    assert str(huge) == str(own) == "(8,6)/((2_r, 8:6), (2_c, 6:1))"
+    assert huge.padded_shape == (16, 12)
