@@ -108,8 +108,11 @@ def held_indices(layout: TensorLayout, coords: Coords, step: int = 0) -> tuple[n
 def _key(layout: TensorLayout, coords: Coords) -> tuple[tuple[str, int], ...]:
     check_coords(layout, coords)
     names = set(layout.levels)
-    if layout.rotation is not None:
-        names |= {lv for lv, _ in layout.rotation.offset}
+    if layout.rotation is not None:  # levels only the rotation names (their size is the mesh's)
+        for lv, _ in layout.rotation.offset:
+            if lv not in coords:
+                raise LayoutError(str(layout), f"no coordinate given for level {lv}")
+            names.add(lv)
     return tuple(sorted((lv, int(coords[lv])) for lv in names))
 
 

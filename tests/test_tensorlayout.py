@@ -280,7 +280,28 @@ INVALID = [
     ("((4_PE, -3:8), (8:1))", "expected a number"),
     ("(10,7)/", "expected '('"),
     ("(1" + "0" * 5000 + ")", "too many digits"),
+    # addresses beyond int64 arithmetic (they printed wrapped), digits only ASCII
+    ("((4_PE, 3:999999999999999999999999999999), (8:1))", "beyond the 4611686018427387904"),
+    ("((2:9223372036854775807), (3:1))", "memory strides reach address 9223372036854775809"),
+    ("((\uff14_PE, 3:8), (8:1))", "unexpected character"),
+    # not a mixed radix, and too many addresses to list: said so, not called an overlap
+    ("((4096:1, 2048:1), (1048576:1))", "too many to check"),
 ]
+
+
+def test_strides_off_a_mixed_radix_are_listed_only_as_far_as_they_break_it():
+    # 0, 2, 4, 3, 5, 7 then 8-address steps: distinct, though 6 million elements in all
+    assert parse_layout("((3:2, 2:3), (1048576:8))").padded_shape == (6, 1048576)
+    with pytest.raises(LayoutError, match="memory strides overlap"):
+        parse_layout("((3:2, 2:3), (4:1, 1048576:8))")
+
+
+def test_a_rotation_without_offset_is_spelled_so_it_reads_back():
+    layout = parse_layout("((3_x, 2:2), (3_Time, 2:1); R@[0, pace=2])")
+    assert layout.rotation.offset == () and parse_layout(str(layout)) == layout
+    assert str(layout) == "((3_x, 2:2), (3_Time, 2:1); R@[0, pace=2])"
+    same = parse_layout("((3_x, 2:2), (3_Time, 2:1); R@[0*x + y])")  # a zero term offsets nothing
+    assert same == parse_layout("((3_x, 2:2), (3_Time, 2:1); R@[y])")
 
 
 @pytest.mark.parametrize("text, phrase", INVALID)
