@@ -118,6 +118,10 @@ def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tu
     link = links.alpha_beta("node")
     stated = stated_cost(plan.algo, plan.shape, plan.P, plan.grid, profile, word, link=link)
     src = sources(events, links, rpn, profile)
+    if plan.P > 1 and links.models("node"):  # the closing barrier (model.walk.barrier_seconds)
+        src["barrier"] = f"between nodes: {network_text(links)}" + (
+            " or the profile, the dearer" if links.emulated else ""
+        )
     comm = communication_seconds(events, profile, args.dtype, rpn, links)
     moved = price_moves(
         plan_moves(users, plan) if users else [],

@@ -523,6 +523,7 @@ def test_emulated_links_price_the_dearer_of_the_link_and_this_machine(tmp_path):
     from dataclasses import replace
 
     from bench.model import Profile, plan_moves, predict, price_moves, schedule
+    from bench.model.walk import barrier_seconds
     from layouts.endpoints import user_layouts
 
     prof = Profile.load(_profile(tmp_path, 110e-6, "slow.json"))  # dear messages here
@@ -547,9 +548,14 @@ def test_emulated_links_price_the_dearer_of_the_link_and_this_machine(tmp_path):
             for lm in (real, emulated)
         }
         assert seconds[True] >= seconds[False] and moved[True] >= moved[False]
-        if link_wins:  # held to the link: the emulation costs what the cluster would
-            assert seconds[True] == pytest.approx(seconds[False])
-            assert moved[True] == pytest.approx(moved[False])
+        # a barrier sends no bytes: emulated, it costs what it does here; on the cluster, the
+        # link's start alone, nothing of this machine's (model.walk.barrier_seconds)
+        gap = barrier_seconds(prof.at(4), 4, emulated) - barrier_seconds(prof.at(4), 4, real)
+        assert gap > 0 and barrier_seconds(prof.at(4), 4, real) < 1e-8
+        if link_wins:  # held to the link: the emulation costs what the cluster would, but the
+            # barriers ending the moves' phase in and closing the repetition
+            assert seconds[True] == pytest.approx(seconds[False])  # (no closing barrier asked)
+            assert moved[True] == pytest.approx(moved[False] + 2 * gap)
         else:  # this machine's messages are the dearer: priced as on a plain mesh
             assert seconds[True] == pytest.approx(mesh) and seconds[False] < mesh
             assert moved[True] == pytest.approx(here.seconds) and moved[False] < here.seconds
