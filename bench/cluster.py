@@ -60,7 +60,19 @@ def default_network(args) -> None:
 
 def network_text(links) -> str:
     """Where a cluster's messages between nodes are priced from."""
-    return measured_network(links.name) if links.measured else f"preset {links.name}"
+    if links.measured:
+        return measured_network(links.name)
+    return f"{'preset' if links.origin == 'preset' else 'links file'} {links.name}"
+
+
+def _local_links_line(links) -> list[str]:
+    """The header line of a links file's level inside a node, if it prices one."""
+    local = links.params("local")
+    if local is None:
+        return []
+    a, bw, lanes = local
+    return [f"inside a node: alpha {a * 1e6:.2f} us, {bw / 1e9:.3g} GB/s per link ({lanes} "
+            f"link(s)) [{links.origin}]"]  # fmt: skip
 
 
 def measured_network(profile: str) -> str:
@@ -92,12 +104,12 @@ def sources(events, links, rpn: int, profile) -> dict[str, str]:
             out[kind] = f"measured (profile, {rpn} rank(s) per node)"
             continue
         parts = []
-        for lv in ("node", "local"):
+        for lv, where in (("node", "between nodes"), ("local", "inside a node")):
             if lv in levels:
                 parts.append(
-                    f"between nodes: {network_text(links)}{_node_work(kind, profile)}"
+                    f"{where}: {network_text(links)}{_node_work(kind, profile)}"
                     if links.models(lv)
-                    else "inside a node: measured (profile)"
+                    else f"{where}: measured (profile)"
                 )
         out[kind] = "; ".join(parts) or "no messages"
     return out
@@ -169,8 +181,8 @@ def on_cluster(args, module, plan, profile, rpn: int, started, users=None) -> tu
         f"distmm predict {plan.algo}: {nodes} node(s) x {per_node} rank(s) ({placement}), "
         f"grid={'x'.join(map(str, plan.grid))} shape={M}x{K}x{N} {args.dtype}",
         f"network {links.name}: alpha {a * 1e6:.2f} us, {bw / 1e9:.3g} GB/s per link "
-        f"({lanes} link(s), shared by {links.share('node'):g} rank(s)) "
-        f"[{'measured' if links.measured else 'preset'}]",
+        f"({lanes} link(s), shared by {links.share('node'):g} rank(s)) [{links.origin}]",
+        *_local_links_line(links),
         f"node: {profile.cores} cores, GEMM rates and copy bandwidth from the profile "
         f"[measured]; {rpn} rank(s) per node ({threads_text(profile, rpn)}): computation "
         f"x{pred.oversubscription:.2f}",

@@ -122,6 +122,28 @@ def test_bad_predict_and_analyze(tmp_path):
         (["layout", "((4_PE, 3:8), (8:1))", "--levels", "PE=x"], "PE=x"),
         (["layout", "((4_PE, 3:8), (8:1))", "--levels", "PE=3"], "PE"),
     ]
+    real = Path(__file__).resolve().parent.parent / "results/vm-2c-zen3/profile_s72.json"
+    on_links = ["predict", "summa", "--shape", "64,64,64", "--P", "4", "--profile", str(real)]
+    on_links += ["--topology", "cluster:2,2", "--network"]
+    for link, words in (  # links files whose numbers no network has
+        ({"alpha": 1e-6, "bandwidth": 1e9, "lanes": 0}, "lanes must be a whole number >= 1"),
+        ({"alpha": 1e-6, "bandwidth": 1e9, "lanes": 1.5}, "lanes must be a whole number >= 1"),
+        ({"alpha": 1e-6, "bandwidth": 0}, "bandwidth > 0"),
+        ({"alpha": -1e-6, "bandwidth": 1e9}, "alpha >= 0"),
+        ({"alpha": 1e-6}, "missing 'bandwidth'"),
+    ):
+        path = tmp_path / f"links{len(cases)}.json"
+        path.write_text(json.dumps({"node": link}))
+        cases.append(([*on_links, str(path)], words))
+    unknown = tmp_path / "unknown.json"
+    unknown.write_text(
+        json.dumps(
+            {"node": {"alpha": 1e-6, "bandwidth": 1e9}, "rack": {"alpha": 1, "bandwidth": 1}}
+        )
+    )
+    cases.append(([*on_links, str(unknown)], "level(s) rack not in cluster"))
+    cases.append((["predict", "summa", "--shape", "8,8,8", "--P", "4", "--profile", str(real),
+                   "--network", "ib-hdr"], "need --topology"))  # fmt: skip
     for argv, words in cases:
         _check(lambda argv=argv: distmm(*argv), words)
 

@@ -21,6 +21,7 @@ measured profile of the node (bench/model).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,8 +105,28 @@ class LinkModel:
                     lv: (float(v["alpha"]), float(v["bandwidth"]), int(v.get("lanes", 1)))
                     for lv, v in raw.items()
                 }
-            except (ValueError, KeyError, TypeError, AttributeError) as err:
+            except KeyError as err:
+                raise MeshError(f"{want} (missing {err.args[0]!r})") from None
+            except (ValueError, TypeError, AttributeError) as err:
                 raise MeshError(f"{want} ({err})") from None
+            unknown = sorted(set(table) - set(levels))
+            if unknown:
+                raise MeshError(
+                    f"links {spec}: level(s) {', '.join(unknown)} not in {kind} "
+                    f"({', '.join(levels)})"
+                )
+            for lv, v in raw.items():
+                alpha, bandwidth, lanes = table[lv]
+                if not (alpha >= 0 and bandwidth > 0 and math.isfinite(alpha + bandwidth)):
+                    raise MeshError(
+                        f"links {spec}: level {lv} needs alpha >= 0 s and bandwidth > 0 B/s, "
+                        f"not {v['alpha']} and {v['bandwidth']}"
+                    )
+                if lanes < 1 or lanes != v.get("lanes", 1):
+                    raise MeshError(
+                        f"links {spec}: level {lv}'s lanes must be a whole number >= 1, "
+                        f"not {v.get('lanes')!r}"
+                    )
             name = spec
             if kind == "cluster":
                 table.setdefault("local", None)
@@ -118,6 +139,13 @@ class LinkModel:
             name,
             measured=measured,
         )
+
+    @property
+    def origin(self) -> str:
+        """Where the parameters come from: measured (calibrate), preset, or file."""
+        if self.measured:
+            return "measured"
+        return "preset" if self.name in PRESETS_OF.get(kind_of(self.tree), {}) else "file"
 
     def models(self, level: str | None) -> bool:
         """Whether this model prices ``level`` (a network preset leaves a node's inside out)."""
