@@ -61,6 +61,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args) -> int:
     profile = Profile.load(args.profile)
+    if args.topology == "mesh" and (args.links or args.bind):  # (as run and plan refuse them)
+        raise UsageError(
+            "--bind and --links/--network need --topology mncore[:L2B,L1B,MAB,PE] or "
+            "cluster:NODES,RANKS_PER_NODE"
+        )
     default_network(args)
     P = args.P if args.P is not None else (math.prod(args.grid) if args.grid else None)
     if P is None and args.topology != "mesh":
