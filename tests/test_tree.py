@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -49,6 +50,15 @@ def test_bindings_and_parse():
         parse_binding("x=L2B,y=L1B+MAB+PE", plan.mesh, tree)
     with pytest.raises(MeshError):
         parse_binding("x=L2B+L2B,y=MAB+PE", plan.mesh, tree)
+    # a refusal quotes the binding as written, and names what is wrong with it
+    for text, words in (
+        ("x=a=b", "binding 'x=a=b': write axis=LEVEL+LEVEL"),
+        ("x=,y=L2B+L1B+MAB+PE", "binding 'x=,y=L2B+L1B+MAB+PE': axis x has size 4"),
+        ("z=MAB+PE,y=L2B+L1B", "'z' is not an axis of the mesh (x=4,y=4)"),
+        ("x=L2B+L1B,x=MAB+PE", "names axis 'x' twice"),
+    ):
+        with pytest.raises(MeshError, match=re.escape(words)):
+            parse_binding(text, plan.mesh, tree)
 
 
 @pytest.mark.parametrize("topo", SMALL)

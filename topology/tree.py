@@ -216,22 +216,23 @@ def parse_binding(text: str, algo: AbstractMesh, tree: AbstractMesh) -> Binding:
     order = tree.names
     pairs = []
     for part in text.split(","):
-        name, eq, levels = part.partition("=")
-        if not eq:
+        name, eq, levels = (p.strip() for p in part.partition("="))
+        if not eq or "=" in levels:
             raise MeshError(
                 f"binding {text!r}: write axis=LEVEL+LEVEL,... (e.g. x=L2B+L1B,y=MAB+PE)"
             )
-        lvs = () if levels.strip() in ("", "1") else tuple(v.strip() for v in levels.split("+"))
-        pairs.append(
-            (name.strip(), tuple(sorted(lvs, key=lambda v: order.index(v) if v in order else -1)))
-        )
+        if name not in algo.names:
+            raise MeshError(f"binding {text!r}: {name!r} is not an axis of the mesh ({algo})")
+        if name in dict(pairs):
+            raise MeshError(f"binding {text!r} names axis {name!r} twice")
+        lvs = () if levels in ("", "1") else tuple(v.strip() for v in levels.split("+"))
+        pairs.append((name, tuple(sorted(lvs, key=lambda v: order.index(v) if v in order else -1))))
     names = dict(pairs)
-    b = Binding(
-        tuple((a, names.get(a, ())) for a in algo.names)
-        if set(names) <= set(algo.names)
-        else tuple(pairs)
-    )
-    b.check(algo, tree)
+    b = Binding(tuple((a, names.get(a, ())) for a in algo.names))
+    try:
+        b.check(algo, tree)
+    except MeshError as err:  # said of the text as the user wrote it
+        raise MeshError(str(err).replace(f"binding {b}", f"binding {text!r}", 1)) from None
     return b
 
 
