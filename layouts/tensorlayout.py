@@ -296,8 +296,9 @@ class TensorLayout:
                 f"memory strides are not a mixed radix and give {count} addresses, too many "
                 "to check that no two elements share one"
             )
-        if sum((n - 1) * s for s, n in mem) >= _MAX_ADDRESS:  # (and int64 would overflow)
-            return sum((n - 1) * s for s, n in mem)
+        top = sum((n - 1) * s for s, n in mem)
+        if top >= _MAX_ADDRESS:  # refused by the caller (int64 would overflow listing them)
+            return top
         addr = np.zeros(1, dtype=np.int64)
         for s, n in mem:
             addr = (addr[:, None] + s * np.arange(n, dtype=np.int64)).ravel()

@@ -252,8 +252,9 @@ class Walk:
         """End with the barrier a run closes each repetition with (bench/runner.py: the timed
         region ends once every rank reaches it), on all P ranks: the profile's price (with more
         ranks than cores, what calibrate measured a barrier to add after GEMMs, 12 ms at 16
-        ranks on 2 cores), or with ``links`` the dearer of that and the outermost level's (a
-        cluster's barrier crosses its network; an emulated cluster's runs on this machine)."""
+        ranks on 2 cores), or where ``links`` price the outermost level theirs (a cluster's
+        barrier crosses its network; an emulated cluster's runs on this machine: the dearer,
+        :func:`barrier_seconds`)."""
         if P <= 1:
             return
         d = barrier_seconds(self.profile, P, self.links)
