@@ -84,6 +84,8 @@ def check_grid(
 
     ``grids`` is the algorithm's own grid function: with no grid for P, the refusal lists the
     rank counts (up to 64) it does admit."""
+    if grid is not None and math.prod(grid) != P:  # the grid given says most of what is wrong
+        raise PlanError(f"{algo}: grid {_x(grid)} has {math.prod(grid)} ranks but the job has {P}")
     admissible = _admissible(grids, P)
     if not admissible:
         counts = [n for n in range(1, 65) if grids(n)]
@@ -94,8 +96,6 @@ def check_grid(
     if grid is None:
         return admissible[0]
     grid = tuple(grid)
-    if math.prod(grid) != P:
-        raise PlanError(f"{algo}: grid {_x(grid)} has {math.prod(grid)} ranks but the job has {P}")
     if grid not in admissible:
         raise PlanError(
             f"{algo}: grid {_x(grid)} is not {what} "

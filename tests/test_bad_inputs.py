@@ -41,6 +41,7 @@ MPI_CASES = [  # (ranks, argv, expected words)
     (3, ["run", "cannon", "--shape", "8,8,8"], "cannot run on 3 ranks"),
     (2, ["run", "summa3d", "--shape", "8,8,8"], "cube number"),
     (3, ["run", "summa", "--shape", "8,8,8", "--grid", "2x2"], "grid 2x2 has 4 ranks"),
+    (2, ["run", "cannon", "--shape", "8,8,8", "--grid", "2x2"], "grid 2x2 has 4 ranks but the job"),
     (4, ["run", "summa25d", "--shape", "8,8,8", "--grid", "1,1,4"], "is not"),
     (4, ["run", "tesseract", "--shape", "8,8,8", "--grid", "3,3,1"], "has 9 ranks"),
     (3, ["run", "summa", "--shape", "0,8,8"], "must be positive"),
@@ -94,6 +95,8 @@ def test_bad_predict_and_analyze(tmp_path):
     profile.write_text(json.dumps({"p2p": {}}))
     corrupt = tmp_path / "corrupt.json"
     corrupt.write_text("{ not json")
+    listed = tmp_path / "listed.json"
+    listed.write_text("[1, 2]")
     empty = tmp_path / "empty"
     empty.mkdir()
     (tmp_path / "badrun").mkdir()
@@ -116,6 +119,10 @@ def test_bad_predict_and_analyze(tmp_path):
             "not readable JSON",
         ),
         (["predict", "summa", "--shape", "64,64,64", "--profile", str(corrupt)], "not readable"),
+        (
+            ["predict", "summa", "--shape", "64,64,64", "--P", "4", "--profile", str(listed)],
+            "is not a distmm profile",
+        ),
         (["analyze", str(tmp_path / "missing")], "not a directory"),
         (["analyze", str(empty)], "run.json is missing"),
         (["analyze", str(tmp_path / "badrun")], "not readable JSON"),

@@ -109,8 +109,12 @@ class Profile:
                 meta=data.get("machine", {}),
                 counts=tuple(counts),
             )
-        except (KeyError, TypeError, ValueError) as err:
+        except KeyError as err:
             raise ProfileError(f"profile {path} lacks {err} (re-run distmm calibrate)") from None
+        except (TypeError, ValueError, AttributeError) as err:
+            raise ProfileError(
+                f"profile {path} is not a distmm profile ({err}; re-run distmm calibrate)"
+            ) from None
         return profile.with_own_time_slicing()
 
     def with_own_time_slicing(self) -> Profile:
