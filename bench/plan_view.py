@@ -92,7 +92,10 @@ NEAR = 0.10
 def near_text(best: Candidate, close: list[Candidate]) -> str:
     """The line naming ``close``, candidates predicted within NEAR of ``best``."""
     names = ", ".join(
-        f"{c.algo} {c.grid_text} (+{100 * (c.seconds / best.seconds - 1):.1f}%)" for c in close
+        f"{c.algo} {c.grid_text}{'' if c.params_text == '-' else ' ' + c.params_text}"
+        f"{'' if c.overlap == best.overlap else ' overlap ' + ('on' if c.overlap else 'off')}"
+        f" (+{100 * (c.seconds / best.seconds - 1):.1f}%)"
+        for c in close
     )
     return (
         f"within {100 * NEAR:.0f}% of it, nearer than the model's typical error: {names}; "

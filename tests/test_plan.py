@@ -195,6 +195,18 @@ def test_memory_budget(profile_file):
     assert f"{mems[0] / 2**20:.2f} MiB" in lines[0]
 
 
+def test_summa3d_counts_the_blocks_it_gathers():
+    """Each rank of summa3d p x p x p gathers A and B to p times its blocks and reduce-scatters
+    a K-partial C p times its C block: at p = 16 (65536^3 on 4096 ranks) the gathered A and B
+    are 64 MiB each, where the blocks' rule of thumb said 44 MiB in all."""
+    from algorithms import get
+
+    summa3d = get("summa3d")
+    plan = summa3d.plan((65536, 65536, 65536), 4096)
+    gathered = 3 * (65536 // 16) ** 2 * 4  # A, B gathered and the partial C, float32
+    assert plan.grid == (16, 16, 16) and summa3d.memory(plan, 4) > gathered
+
+
 def test_parse_bytes():
     assert parse_bytes("2GiB") == 2 * 2**30
     assert parse_bytes("512MiB") == 512 * 2**20
@@ -272,7 +284,8 @@ def test_near_ties_are_named_beside_the_recommendation(profile_file):
     r = distmm(*base)
     assert r.returncode == 0, r.stderr
     line = next(x for x in r.stdout.splitlines() if x.startswith("within 10% of it"))
-    assert all(f"{c.algo} {c.grid_text} (+" in line for c in close)
+    for c in close:  # each named with its options (a panel width, say), as the table has it
+        assert f"{c.algo} {c.grid_text}" in line and (c.params_text == "-" or c.params_text in line)
     r = distmm(*base, "--json")
     out = json.loads(r.stdout)
     assert [out["candidates"][i]["algo"] for i in out["near"]] == [c.algo for c in close]
