@@ -56,7 +56,9 @@ def panel_widths(plan: Plan) -> list[int | None]:
 
 
 PANEL = Option(
-    "panel", "panel width along K (at most K's share of one process)", candidates=panel_widths
+    "panel",
+    "panel width along K (a wider one is cut to K's share of one process)",
+    candidates=panel_widths,
 )
 
 
