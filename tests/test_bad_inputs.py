@@ -121,7 +121,7 @@ def test_bad_predict_and_analyze(tmp_path):
         (["predict", "summa", "--shape", "64,64,64", "--profile", str(corrupt)], "not readable"),
         (
             ["predict", "summa", "--shape", "64,64,64", "--P", "4", "--profile", str(listed)],
-            "is not a distmm profile",
+            "is not a profile (list indices",
         ),
         (["analyze", str(tmp_path / "missing")], "not a directory"),
         (["analyze", str(empty)], "run.json is missing"),

@@ -84,10 +84,8 @@ class Profile:
         try:
             data = json.loads(Path(path).read_text())
         except FileNotFoundError:
-            raise ProfileError(
-                f"profile {path} does not exist (make one with "
-                f"`mpiexec -n 2 distmm calibrate --out {path}`)"
-            ) from None
+            make = f"`mpiexec -n 2 distmm calibrate --out {path}`"
+            raise ProfileError(f"profile {path} does not exist (make one with {make})") from None
         except (OSError, ValueError) as err:
             raise ProfileError(f"profile {path} is not readable JSON ({err})") from None
         try:
@@ -109,12 +107,9 @@ class Profile:
                 meta=data.get("machine", {}),
                 counts=tuple(counts),
             )
-        except KeyError as err:
-            raise ProfileError(f"profile {path} lacks {err} (re-run distmm calibrate)") from None
-        except (TypeError, ValueError, AttributeError) as err:
-            raise ProfileError(
-                f"profile {path} is not a distmm profile ({err}; re-run distmm calibrate)"
-            ) from None
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            what = f"lacks {err}" if isinstance(err, KeyError) else f"is not a profile ({err})"
+            raise ProfileError(f"profile {path} {what} (re-run distmm calibrate)") from None
         return profile.with_own_time_slicing()
 
     def with_own_time_slicing(self) -> Profile:
