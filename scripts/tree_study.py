@@ -29,17 +29,17 @@ from algorithms import ALGORITHMS, get  # noqa: E402
 from algorithms.plan import PlanError  # noqa: E402
 from bench.files import write_json_atomic  # noqa: E402
 from bench.launch import Launcher, run_argv  # noqa: E402
+from bench.model import Profile, ProfileError  # noqa: E402
 from bench.units import parse_ints  # noqa: E402
 from topology.tree import LEVELS, bindings, parse_topology  # noqa: E402
 
 
-def model_seconds(algo, plan, binding, tree, args) -> float:
+def model_seconds(algo, plan, binding, tree, args, profile) -> float:
     """The kernel's predicted seconds, plus the moves' from --layouts (if given)."""
-    from bench.model import Profile, plan_moves, predict, price_moves, schedule
+    from bench.model import plan_moves, predict, price_moves, schedule
     from layouts.endpoints import user_layouts
     from topology.links import LinkModel
 
-    profile = Profile.load(args.profile)
     links = replace(LinkModel.load(args.links, tree), emulated=True)  # as the runs hold it
     events = schedule(get(algo), plan, 0, "float32", binding, tree)
     kernel = predict(events, profile, "float32", tree.size, links=links).seconds
@@ -63,8 +63,10 @@ def main() -> int:
     ap.add_argument("--out", help="write the rows as JSON here")
     ap.add_argument("--layouts", help="where A and B start and C ends (default: native)")
     args = ap.parse_args()
-    if not os.path.exists(args.profile):  # (before any run: its prediction needs one)
-        sys.exit(f"no profile {args.profile}: make one with distmm calibrate, or give --profile")
+    try:  # once, before any run: every prediction needs it
+        profile = Profile.load(args.profile)
+    except ProfileError as err:
+        sys.exit(str(err))
     tree = parse_topology(args.topology)
     shape = parse_ints(args.shape, 3)
     launcher = Launcher.find()
@@ -88,7 +90,7 @@ def main() -> int:
         if not found:
             print(f"{algo:<10}skipped: mesh {plan.mesh} has no binding onto the tree")
             continue
-        ranked = sorted(found, key=lambda b: model_seconds(algo, plan, b, tree, args))
+        ranked = sorted(found, key=lambda b: model_seconds(algo, plan, b, tree, args, profile))
         chosen = [ranked[0]] + ([ranked[-1]] if len(ranked) > 1 else [])
         if found[0] not in chosen:
             chosen.append(found[0])
