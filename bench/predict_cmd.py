@@ -61,11 +61,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args) -> int:
     profile = Profile.load(args.profile)
-    if args.topology == "mesh" and (args.links or args.bind):  # (as run and plan refuse them)
-        raise UsageError(
-            "--bind and --links/--network need --topology mncore[:L2B,L1B,MAB,PE] or "
-            "cluster:NODES,RANKS_PER_NODE"
-        )
     default_network(args)
     P = args.P if args.P is not None else (math.prod(args.grid) if args.grid else None)
     if P is None and args.topology != "mesh":
@@ -118,6 +113,7 @@ def _end_to_end(plan, pred, price) -> dict:
 
 def _on_mesh(args, module, plan, profile, rpn: int, started, users) -> tuple[dict, str]:
     """The record and the text of a prediction on a plain mesh."""
+    tree_setup(args, plan, args.links)  # (it refuses --bind and links without a tree, as run's)
     events = schedule(module, plan, 0, np.dtype(args.dtype))
     pred = predict(events, profile, args.dtype, rpn, P=plan.P)
     word = np.dtype(args.dtype).itemsize
