@@ -88,9 +88,11 @@ def time_chunks(layout: TensorLayout, coords: Coords, step: int = 0) -> list[int
 
 
 def check_coords(layout: TensorLayout, coords: Coords) -> None:
-    for lv, size in layout.levels.items():
+    rotated = [lv for lv, _ in layout.rotation.offset] if layout.rotation is not None else []
+    for lv in [*layout.levels, *rotated]:  # (a level only the rotation names: the mesh's size)
         if lv not in coords:
             raise LayoutError(str(layout), f"no coordinate given for level {lv}")
+    for lv, size in layout.levels.items():
         if not 0 <= coords[lv] < size:
             raise LayoutError(
                 str(layout), f"coordinate {coords[lv]} is outside level {lv} of size {size}"
@@ -108,11 +110,8 @@ def held_indices(layout: TensorLayout, coords: Coords, step: int = 0) -> tuple[n
 def _key(layout: TensorLayout, coords: Coords) -> tuple[tuple[str, int], ...]:
     check_coords(layout, coords)
     names = set(layout.levels)
-    if layout.rotation is not None:  # levels only the rotation names (their size is the mesh's)
-        for lv, _ in layout.rotation.offset:
-            if lv not in coords:
-                raise LayoutError(str(layout), f"no coordinate given for level {lv}")
-            names.add(lv)
+    if layout.rotation is not None:
+        names |= {lv for lv, _ in layout.rotation.offset}
     return tuple(sorted((lv, int(coords[lv])) for lv in names))
 
 
